@@ -1,0 +1,320 @@
+//! `parley-cli`: the headless front end over the same services as the
+//! window. Its contract is `spec/parley-cli.md`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+
+use parley::core::events::{Event, EventReceiver};
+use parley::core::services::{Core, Options};
+use parley::i18n::{gettext, gettext_f};
+use serde_json::{json, Value};
+use tokio::io::AsyncBufReadExt;
+
+const USAGE: &str = "\
+Usage:
+  parley-cli validate FILE
+  parley-cli schema
+  parley-cli send AGENT TEXT [--config FILE] [--permission allow|reject|cancel]
+  parley-cli serve [--config FILE]
+";
+
+/// Standard output, one JSON object a line.
+#[derive(Clone)]
+struct Out {
+    inner: Arc<Mutex<std::io::BufWriter<std::io::Stdout>>>,
+}
+
+impl Out {
+    fn new() -> Self {
+        Out {
+            inner: Arc::new(Mutex::new(std::io::BufWriter::with_capacity(
+                1 << 16,
+                std::io::stdout(),
+            ))),
+        }
+    }
+    fn line(&self, text: &str, flush: bool) {
+        let mut w = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = w.write_all(text.as_bytes());
+        let _ = w.write_all(b"\n");
+        if flush {
+            let _ = w.flush();
+        }
+    }
+    fn flush(&self) {
+        let _ = self.inner.lock().unwrap_or_else(|e| e.into_inner()).flush();
+    }
+}
+
+fn main() -> ExitCode {
+    parley::logging::init();
+    parley::i18n::init(parley::i18n::LOCALEDIR);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("validate") => match args.get(1) {
+            Some(file) => validate(file),
+            None => usage(),
+        },
+        Some("schema") => {
+            let text =
+                serde_json::to_string_pretty(parley::core::config::validate::schema()).unwrap_or_default();
+            println!("{text}");
+            ExitCode::SUCCESS
+        }
+        Some("send") => send(&args[1..]),
+        Some("serve") => serve(&args[1..]),
+        Some("--help" | "-h" | "help") => {
+            print!("{USAGE}");
+            ExitCode::SUCCESS
+        }
+        _ => usage(),
+    }
+}
+
+fn usage() -> ExitCode {
+    eprint!("{USAGE}");
+    ExitCode::from(2)
+}
+
+fn validate(file: &str) -> ExitCode {
+    let text = match std::fs::read_to_string(file) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("{file}: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let v = parley::core::config::validate::validate(&text);
+    for p in &v.problems {
+        let kind = if p.warning { "warning" } else { "error" };
+        println!("{file}:{}:{}: {kind}: {}", p.line, p.column, p.message);
+    }
+    if v.valid() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+/// `--config FILE` and `--permission X` among the arguments; the rest in order.
+fn options(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>, String), String> {
+    let mut rest = Vec::new();
+    let mut config = None;
+    let mut permission = "cancel".to_string();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--config" => config = Some(PathBuf::from(it.next().ok_or("--config needs a file")?)),
+            "--permission" => {
+                permission = it
+                    .next()
+                    .ok_or("--permission needs allow, reject or cancel")?
+                    .clone();
+                if !matches!(permission.as_str(), "allow" | "reject" | "cancel") {
+                    return Err(format!("--permission {permission}: use allow, reject or cancel"));
+                }
+            }
+            _ => rest.push(a.clone()),
+        }
+    }
+    Ok((rest, config, permission))
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("parley-cli: cannot start the runtime: {e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+fn print_event(out: &Out, e: &Event, flush: bool) {
+    if let Ok(text) = serde_json::to_string(e) {
+        out.line(&text, flush);
+    }
+}
+
+fn send(args: &[String]) -> ExitCode {
+    let (rest, config, permission) = match options(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("parley-cli: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let [agent, text] = rest.as_slice() else {
+        return usage();
+    };
+    let rt = runtime();
+    let code = rt.block_on(async move {
+        let (core, rx) = match Core::new(Options {
+            config_path: config,
+            watch: false,
+            ..Default::default()
+        }) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("parley-cli: {e}");
+                return 2;
+            }
+        };
+        let out = Out::new();
+        let printer = tokio::spawn(print_until_idle(
+            core.clone(),
+            rx.clone(),
+            out.clone(),
+            agent.clone(),
+            permission,
+        ));
+        if let Err(e) = core.chat.send(agent, text) {
+            eprintln!("parley-cli: {e}");
+            core.shutdown().await;
+            return 1;
+        }
+        let _ = printer.await;
+        core.shutdown().await;
+        while let Ok(e) = rx.try_recv() {
+            print_event(&out, &e, false);
+        }
+        out.flush();
+        let conv = core.conversation(agent).ok();
+        let ended_well = conv
+            .and_then(|c| {
+                c.messages
+                    .into_iter()
+                    .rev()
+                    .find(|m| m.role != parley::core::chat::message::Role::User)
+            })
+            .is_some_and(|m| m.stop_reason.as_deref() == Some("end_turn"));
+        if ended_well {
+            0
+        } else {
+            1
+        }
+    });
+    ExitCode::from(code)
+}
+
+/// Prints events until the agent's turn is over, answering permission
+/// requests as `--permission` says.
+async fn print_until_idle(core: Core, rx: EventReceiver, out: Out, agent: String, permission: String) {
+    while let Ok(e) = rx.recv().await {
+        print_event(&out, &e, rx.is_empty());
+        match &e {
+            Event::PermissionRequested(p) if p.agent == agent => {
+                let wanted = if permission == "allow" {
+                    "allow_once"
+                } else {
+                    "reject_once"
+                };
+                let option = p.options.iter().find(|o| o.kind == wanted).or_else(|| {
+                    let prefix = if permission == "allow" { "allow" } else { "reject" };
+                    p.options.iter().find(|o| o.kind.starts_with(prefix))
+                });
+                match (permission.as_str(), option) {
+                    ("cancel", _) | (_, None) => {
+                        let _ = core.chat.cancel(&agent);
+                    }
+                    (_, Some(o)) => {
+                        let _ = core.chat.answer_permission(&p.id, &o.option_id);
+                    }
+                }
+            }
+            Event::TurnChanged(t) if t.agent == agent && !t.busy => return,
+            _ => {}
+        }
+    }
+}
+
+fn serve(args: &[String]) -> ExitCode {
+    let (rest, config, _) = match options(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("parley-cli: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !rest.is_empty() {
+        return usage();
+    }
+    let rt = runtime();
+    let code = rt.block_on(async move {
+        let (core, rx) = match Core::new(Options {
+            config_path: config,
+            ..Default::default()
+        }) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("parley-cli: {e}");
+                return 2;
+            }
+        };
+        let out = Out::new();
+        let events_out = out.clone();
+        let events_rx = rx.clone();
+        let printer = tokio::spawn(async move {
+            while let Ok(e) = events_rx.recv().await {
+                print_event(&events_out, &e, events_rx.is_empty());
+            }
+        });
+        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        let mut calls = tokio::task::JoinSet::new();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let call: Value = match serde_json::from_str(&line) {
+                Ok(v @ Value::Object(_)) => v,
+                _ => {
+                    out.line(
+                        &json!({"id": null, "error": gettext("not a JSON object")}).to_string(),
+                        true,
+                    );
+                    continue;
+                }
+            };
+            let id = call.get("id").cloned().unwrap_or(Value::Null);
+            let Some(method) = call.get("method").and_then(Value::as_str).map(str::to_owned) else {
+                out.line(
+                    &json!({"id": id, "error": gettext("a call needs a method")}).to_string(),
+                    true,
+                );
+                continue;
+            };
+            let params = match call.get("params") {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::Array(a)) => a.clone(),
+                Some(_) => {
+                    let msg = gettext_f("{method}: params must be an array", &[("method", &method)]);
+                    out.line(&json!({"id": id, "error": msg}).to_string(), true);
+                    continue;
+                }
+            };
+            let core = core.clone();
+            let out = out.clone();
+            calls.spawn(async move {
+                let answer = match core.call(&method, &params).await {
+                    Ok(result) => json!({"id": id, "result": result}),
+                    Err(error) => json!({"id": id, "error": error}),
+                };
+                out.line(&answer.to_string(), true);
+            });
+        }
+        // End of input: stop every agent with the spec's sequence, then exit.
+        core.shutdown().await;
+        calls.abort_all();
+        while calls.join_next().await.is_some() {}
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        printer.abort();
+        while let Ok(e) = rx.try_recv() {
+            print_event(&out, &e, false);
+        }
+        out.flush();
+        0
+    });
+    ExitCode::from(code)
+}

@@ -1,0 +1,118 @@
+//! The typed ACP calls a client makes, with the protocol's own types.
+
+use std::path::Path;
+
+use agent_client_protocol_schema::v1 as acp;
+use agent_client_protocol_schema::ProtocolVersion;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::connection::{Connection, RpcError};
+
+/// The protocol version Parley speaks.
+pub const PROTOCOL_VERSION: u16 = 1;
+
+/// JSON-RPC error code agents use for "authentication required".
+pub const AUTH_REQUIRED: i64 = -32000;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    #[error(transparent)]
+    Rpc(#[from] RpcError),
+    #[error("the agent speaks ACP protocol version {agent}, Parley speaks version {ours}")]
+    ProtocolVersion { agent: u16, ours: u16 },
+    #[error("authentication required: {0}")]
+    AuthRequired(String),
+}
+
+fn to_params<T: Serialize>(value: &T) -> Value {
+    // Our own protocol structs always serialise.
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+fn decode<T: DeserializeOwned>(method: &str, value: Value) -> Result<T, CallError> {
+    serde_json::from_value(value).map_err(|e| CallError::Rpc(RpcError::Decode(format!("{method}: {e}"))))
+}
+
+fn map_auth(err: RpcError) -> CallError {
+    match &err {
+        RpcError::Remote { code, message, .. }
+            if *code == AUTH_REQUIRED || message.to_lowercase().contains("auth") =>
+        {
+            CallError::AuthRequired(message.clone())
+        }
+        _ => CallError::Rpc(err),
+    }
+}
+
+pub async fn initialize(conn: &Connection) -> Result<acp::InitializeResponse, CallError> {
+    let request = acp::InitializeRequest::new(ProtocolVersion::V1)
+        .client_capabilities(
+            acp::ClientCapabilities::new().fs(acp::FileSystemCapabilities::new()
+                .read_text_file(true)
+                .write_text_file(true)),
+        )
+        .client_info(
+            acp::Implementation::new("parley", env!("CARGO_PKG_VERSION")).title("Parley".to_string()),
+        );
+    let answer = conn.request("initialize", to_params(&request)).await?;
+    // Check the version before anything else: a v2 answer may not decode as v1.
+    let version = answer.get("protocolVersion").and_then(Value::as_u64).unwrap_or(0);
+    if version != u64::from(PROTOCOL_VERSION) {
+        return Err(CallError::ProtocolVersion {
+            agent: u16::try_from(version).unwrap_or(u16::MAX),
+            ours: PROTOCOL_VERSION,
+        });
+    }
+    decode("initialize", answer)
+}
+
+pub async fn authenticate(conn: &Connection, method_id: &str) -> Result<(), CallError> {
+    let request = acp::AuthenticateRequest::new(method_id.to_string());
+    conn.request("authenticate", to_params(&request)).await?;
+    Ok(())
+}
+
+pub async fn new_session(
+    conn: &Connection,
+    cwd: &Path,
+    mcp_servers: Vec<acp::McpServer>,
+) -> Result<acp::NewSessionResponse, CallError> {
+    let request = acp::NewSessionRequest::new(cwd).mcp_servers(mcp_servers);
+    let answer = conn
+        .request("session/new", to_params(&request))
+        .await
+        .map_err(map_auth)?;
+    decode("session/new", answer)
+}
+
+pub async fn prompt(
+    conn: &Connection,
+    session_id: &acp::SessionId,
+    text: &str,
+) -> Result<acp::PromptResponse, CallError> {
+    let request = acp::PromptRequest::new(
+        session_id.clone(),
+        vec![acp::ContentBlock::Text(acp::TextContent::new(text))],
+    );
+    let answer = conn.request("session/prompt", to_params(&request)).await?;
+    decode("session/prompt", answer)
+}
+
+pub fn cancel(conn: &Connection, session_id: &acp::SessionId) {
+    conn.notify(
+        "session/cancel",
+        to_params(&acp::CancelNotification::new(session_id.clone())),
+    );
+}
+
+pub async fn set_mode(
+    conn: &Connection,
+    session_id: &acp::SessionId,
+    mode_id: &str,
+) -> Result<(), CallError> {
+    let request = acp::SetSessionModeRequest::new(session_id.clone(), mode_id.to_string());
+    conn.request("session/set_mode", to_params(&request)).await?;
+    Ok(())
+}

@@ -1,0 +1,324 @@
+//! One JSON-RPC 2.0 connection over a reader and a writer of lines.
+//!
+//! A reader task takes lines in arrival order and dispatches each before the
+//! next: notifications and the agent's requests go to the [`Handler`]
+//! synchronously, answers wake the task that sent the request. So a session
+//! update that arrives before the answer to `session/prompt` is always applied
+//! before the prompt's caller sees that answer.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::lines::{next_line, LineError};
+
+pub const METHOD_NOT_FOUND: i64 = -32601;
+pub const INVALID_PARAMS: i64 = -32602;
+pub const INTERNAL_ERROR: i64 = -32603;
+
+/// An error answer, or the end of the connection.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RpcError {
+    #[error("{message} (error {code})")]
+    Remote {
+        code: i64,
+        message: String,
+        data: Option<Value>,
+    },
+    #[error("the connection to the agent is closed: {0}")]
+    Closed(String),
+    #[error("the agent sent an answer Parley cannot read: {0}")]
+    Decode(String),
+}
+
+impl RpcError {
+    pub fn remote(code: i64, message: impl Into<String>) -> Self {
+        RpcError::Remote {
+            code,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        match self {
+            RpcError::Remote { code, message, data } => {
+                let mut e = json!({"code": code, "message": message});
+                if let Some(d) = data {
+                    e["data"] = d.clone();
+                }
+                e
+            }
+            other => json!({"code": INTERNAL_ERROR, "message": other.to_string()}),
+        }
+    }
+}
+
+/// What the agent sends us, dispatched in arrival order by the reader task.
+/// Calls must be quick: they run on the reader task.
+pub trait Handler: Send + Sync + 'static {
+    fn notification(&self, method: &str, params: Value);
+    /// A request from the agent; answer through `responder`, now or later.
+    fn request(&self, method: &str, params: Value, responder: Responder);
+    /// Something worth the agent's log: a skipped line, an ignored message.
+    fn log(&self, line: String);
+    /// The connection ended; `reason` is `None` at a clean end of input.
+    fn closed(&self, reason: Option<String>);
+}
+
+enum Outgoing {
+    Line(String),
+    Close,
+}
+
+/// Answers one request from the agent. Dropping it unanswered answers an
+/// internal error, so an agent never waits forever on a forgotten request.
+pub struct Responder {
+    id: Value,
+    out: mpsc::UnboundedSender<Outgoing>,
+    answered: bool,
+}
+
+impl Responder {
+    pub fn respond(mut self, result: Result<Value, RpcError>) {
+        self.answered = true;
+        let msg = match result {
+            Ok(v) => json!({"jsonrpc": "2.0", "id": self.id, "result": v}),
+            Err(e) => json!({"jsonrpc": "2.0", "id": self.id, "error": e.to_json()}),
+        };
+        let _ = self.out.send(Outgoing::Line(msg.to_string()));
+    }
+}
+
+impl Drop for Responder {
+    fn drop(&mut self) {
+        if !self.answered {
+            let msg = json!({"jsonrpc": "2.0", "id": self.id,
+                "error": {"code": INTERNAL_ERROR, "message": "the client dropped this request"}});
+            let _ = self.out.send(Outgoing::Line(msg.to_string()));
+        }
+    }
+}
+
+type Pending = Mutex<HashMap<i64, oneshot::Sender<Result<Value, RpcError>>>>;
+
+struct Inner {
+    next_id: AtomicI64,
+    pending: Pending,
+    out: mpsc::UnboundedSender<Outgoing>,
+    /// `Some(reason)` once the connection has ended.
+    closed: watch::Sender<Option<String>>,
+}
+
+#[derive(Clone)]
+pub struct Connection {
+    inner: Arc<Inner>,
+}
+
+impl Connection {
+    /// Starts the reader and writer tasks on the current tokio runtime.
+    pub fn start<R, W>(reader: R, writer: W, handler: Arc<dyn Handler>, max_line: usize) -> Self
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (out_tx, out_rx) = mpsc::unbounded_channel();
+        let (closed, _) = watch::channel(None);
+        let inner = Arc::new(Inner {
+            next_id: AtomicI64::new(0),
+            pending: Mutex::new(HashMap::new()),
+            out: out_tx,
+            closed,
+        });
+        tokio::spawn(write_loop(writer, out_rx));
+        tokio::spawn(read_loop(reader, inner.clone(), handler, max_line));
+        Connection { inner }
+    }
+
+    /// Sends a request and waits for its answer. Dropping the future forgets
+    /// the request: a late answer is then logged and ignored.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+        if let Some(reason) = self.closed_reason() {
+            return Err(RpcError::Closed(reason));
+        }
+        let id = self.inner.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        lock(&self.inner.pending).insert(id, tx);
+        let guard = PendingGuard {
+            inner: &self.inner,
+            id,
+        };
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        if self.inner.out.send(Outgoing::Line(msg.to_string())).is_err() {
+            return Err(RpcError::Closed("the writer has stopped".into()));
+        }
+        let result = rx
+            .await
+            .unwrap_or_else(|_| Err(RpcError::Closed("the connection ended".into())));
+        drop(guard);
+        result
+    }
+
+    pub fn notify(&self, method: &str, params: Value) {
+        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let _ = self.inner.out.send(Outgoing::Line(msg.to_string()));
+    }
+
+    /// Closes our side of the stream (the agent's stdin). Outgoing lines
+    /// already queued are written first.
+    pub fn close_output(&self) {
+        let _ = self.inner.out.send(Outgoing::Close);
+    }
+
+    pub fn closed_reason(&self) -> Option<String> {
+        self.inner.closed.borrow().clone()
+    }
+
+    /// Resolves when the connection has ended, with the reason.
+    pub async fn wait_closed(&self) -> String {
+        let mut rx = self.inner.closed.subscribe();
+        loop {
+            if let Some(r) = rx.borrow_and_update().clone() {
+                return r;
+            }
+            if rx.changed().await.is_err() {
+                return "the connection ended".into();
+            }
+        }
+    }
+}
+
+struct PendingGuard<'a> {
+    inner: &'a Inner,
+    id: i64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.pending).remove(&self.id);
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic elsewhere must not take the connection down with it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+    while let Some(msg) = rx.recv().await {
+        match msg {
+            Outgoing::Line(mut line) => {
+                line.push('\n');
+                if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+                    break;
+                }
+            }
+            Outgoing::Close => break,
+        }
+    }
+    let _ = writer.shutdown().await;
+    // Dropping the writer closes the pipe: the agent sees end of input.
+}
+
+async fn read_loop<R: AsyncBufRead + Unpin>(
+    mut reader: R,
+    inner: Arc<Inner>,
+    handler: Arc<dyn Handler>,
+    max_line: usize,
+) {
+    let reason = loop {
+        match next_line(&mut reader, max_line).await {
+            Ok(Some(line)) => dispatch(&line, &inner, handler.as_ref()),
+            Ok(None) => break None,
+            Err(e @ LineError::TooLong { .. }) => break Some(format!("{e}; the connection was closed")),
+            Err(e) => break Some(e.to_string()),
+        }
+    };
+    let text = reason
+        .clone()
+        .unwrap_or_else(|| "the agent closed its output".into());
+    inner.closed.send_replace(Some(text.clone()));
+    for (_, tx) in lock(&inner.pending).drain() {
+        let _ = tx.send(Err(RpcError::Closed(text.clone())));
+    }
+    handler.closed(reason);
+}
+
+fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
+    if line.iter().all(u8::is_ascii_whitespace) {
+        return;
+    }
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => {
+            // Agents print banners and progress on stdout; skip, but say so.
+            let shown = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+            handler.log(format!(
+                "parley: skipped a line on stdout that is not JSON-RPC: {shown}"
+            ));
+            return;
+        }
+    };
+    let method = value.get("method").and_then(Value::as_str).map(str::to_owned);
+    let id = value.get("id").cloned().filter(|v| !v.is_null());
+    match (method, id) {
+        (Some(method), Some(id)) => {
+            let responder = Responder {
+                id,
+                out: inner.out.clone(),
+                answered: false,
+            };
+            let params = value.get("params").cloned().unwrap_or(Value::Null);
+            if method.starts_with('_') {
+                responder.respond(Err(RpcError::remote(
+                    METHOD_NOT_FOUND,
+                    format!("method not found: {method}"),
+                )));
+            } else {
+                handler.request(&method, params, responder);
+            }
+        }
+        (Some(method), None) => {
+            if method.starts_with('_') {
+                tracing::debug!("ignored extension notification {method}");
+                return;
+            }
+            let params = value.get("params").cloned().unwrap_or(Value::Null);
+            handler.notification(&method, params);
+        }
+        (None, Some(id)) => {
+            let Some(num) = id.as_i64() else {
+                handler.log(format!("parley: an answer with an unknown id {id} was ignored"));
+                return;
+            };
+            let result = if let Some(err) = value.get("error") {
+                Err(RpcError::Remote {
+                    code: err.get("code").and_then(Value::as_i64).unwrap_or(INTERNAL_ERROR),
+                    message: err
+                        .get("message")
+                        .and_then(Value::as_str)
+                        .unwrap_or("unknown error")
+                        .to_owned(),
+                    data: err.get("data").cloned(),
+                })
+            } else {
+                Ok(value.get("result").cloned().unwrap_or(Value::Null))
+            };
+            match lock(&inner.pending).remove(&num) {
+                Some(tx) => {
+                    let _ = tx.send(result);
+                }
+                None => handler.log(format!(
+                    "parley: an answer to a forgotten request {num} was ignored"
+                )),
+            }
+        }
+        (None, None) => {
+            handler.log("parley: skipped a JSON line that is neither a call nor an answer".into())
+        }
+    }
+}

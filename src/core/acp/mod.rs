@@ -1,0 +1,17 @@
+//! The Agent Client Protocol over newline-delimited JSON-RPC 2.0.
+//!
+//! - [`lines`]: the capped line reader (32 MiB per line).
+//! - [`connection`]: requests with id correlation, notifications, and requests
+//!   from the agent answered later; dispatch is strictly in arrival order.
+//! - [`calls`]: the typed ACP calls, with the protocol's own serde types.
+//! - [`fs`]: the `fs/*` client capability, confined to the agent's cwd.
+
+pub mod calls;
+pub mod connection;
+pub mod fs;
+pub mod lines;
+
+pub use connection::{Connection, Handler, Responder, RpcError};
+
+/// The largest line accepted from an agent; a longer one ends the connection.
+pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;

@@ -1,0 +1,268 @@
+//! The spec's message model: messages, parts, tool calls, plans, and their
+//! conversion from the protocol's types.
+
+use agent_client_protocol_schema::v1 as acp;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Agent,
+    System,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    pub id: String,
+    pub agent: String,
+    pub created_at: String,
+    pub role: Role,
+    pub parts: Vec<Part>,
+    pub done: bool,
+    pub queued: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+}
+
+impl Message {
+    pub fn new(id: String, agent: &str, role: Role) -> Self {
+        Message {
+            id,
+            agent: agent.to_owned(),
+            created_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+            role,
+            parts: Vec::new(),
+            done: true,
+            queued: false,
+            stop_reason: None,
+            error: None,
+            code: None,
+        }
+    }
+
+    /// The text of the message's text parts (a user message's prompt).
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Part {
+    Text { text: String },
+    Thought { text: String },
+    Tool(ToolCall),
+    Plan { entries: Vec<PlanEntry> },
+}
+
+impl Part {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Part::Text { .. } => "text",
+            Part::Thought { .. } => "thought",
+            Part::Tool(_) => "tool",
+            Part::Plan { .. } => "plan",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    pub id: String,
+    pub title: String,
+    pub kind: String,
+    pub status: String,
+    /// The tool's input as compact JSON ("" when none).
+    pub input: String,
+    pub output: String,
+    pub locations: Vec<Location>,
+    pub diffs: Vec<Diff>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Location {
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Diff {
+    pub path: String,
+    pub old_text: String,
+    pub new_text: String,
+    pub new_file: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlanEntry {
+    pub content: String,
+    pub priority: String,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionOption {
+    pub option_id: String,
+    pub name: String,
+    pub kind: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+pub struct Usage {
+    pub used: u64,
+    pub size: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Command {
+    pub name: String,
+    pub description: String,
+}
+
+/// The protocol's snake_case name of a serde enum value (`in_progress`, …).
+pub fn wire_name<T: Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        _ => "other".into(),
+    }
+}
+
+fn tool_kind(kind: &acp::ToolKind) -> String {
+    let k = wire_name(kind);
+    match k.as_str() {
+        "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" => k,
+        _ => "other".into(),
+    }
+}
+
+/// Text of a content block as Markdown; media are named, not shown.
+pub fn block_text(block: &acp::ContentBlock) -> String {
+    match block {
+        acp::ContentBlock::Text(t) => t.text.clone(),
+        acp::ContentBlock::ResourceLink(l) => format!("[{}]({})", l.name, l.uri),
+        acp::ContentBlock::Image(_) => "[image]".into(),
+        acp::ContentBlock::Audio(_) => "[audio]".into(),
+        acp::ContentBlock::Resource(_) => "[resource]".into(),
+        _ => "[content]".into(),
+    }
+}
+
+fn compact(v: &Option<serde_json::Value>) -> String {
+    v.as_ref().map(|v| v.to_string()).unwrap_or_default()
+}
+
+fn apply_content(call: &mut ToolCall, content: &[acp::ToolCallContent]) {
+    let mut output = Vec::new();
+    let mut diffs = Vec::new();
+    for c in content {
+        match c {
+            acp::ToolCallContent::Content(c) => output.push(block_text(&c.content)),
+            acp::ToolCallContent::Diff(d) => diffs.push(Diff {
+                path: d.path.display().to_string(),
+                old_text: d.old_text.clone().unwrap_or_default(),
+                new_text: d.new_text.clone(),
+                new_file: d.old_text.is_none(),
+            }),
+            acp::ToolCallContent::Terminal(t) => output.push(format!("[terminal {}]", t.terminal_id)),
+            _ => output.push("[content]".into()),
+        }
+    }
+    call.output = output.join("\n");
+    call.diffs = diffs;
+}
+
+fn locations(l: &[acp::ToolCallLocation]) -> Vec<Location> {
+    l.iter()
+        .map(|l| Location {
+            path: l.path.display().to_string(),
+            line: l.line,
+        })
+        .collect()
+}
+
+impl From<&acp::ToolCall> for ToolCall {
+    fn from(t: &acp::ToolCall) -> Self {
+        let mut call = ToolCall {
+            id: t.tool_call_id.to_string(),
+            title: t.title.clone(),
+            kind: tool_kind(&t.kind),
+            status: wire_name(&t.status),
+            input: compact(&t.raw_input),
+            output: String::new(),
+            locations: locations(&t.locations),
+            diffs: Vec::new(),
+        };
+        apply_content(&mut call, &t.content);
+        if call.output.is_empty() {
+            call.output = t.raw_output.as_ref().map(|v| v.to_string()).unwrap_or_default();
+        }
+        call
+    }
+}
+
+impl ToolCall {
+    /// A tool call known only from an update (or a permission request).
+    pub fn from_update(u: &acp::ToolCallUpdate) -> Self {
+        let mut call = ToolCall {
+            id: u.tool_call_id.to_string(),
+            kind: "other".into(),
+            status: "pending".into(),
+            ..Default::default()
+        };
+        call.merge(u);
+        call
+    }
+
+    /// Updates merge into the call: only the fields the update carries change.
+    pub fn merge(&mut self, u: &acp::ToolCallUpdate) {
+        let f = &u.fields;
+        if let Some(k) = &f.kind {
+            self.kind = tool_kind(k);
+        }
+        if let Some(s) = &f.status {
+            self.status = wire_name(s);
+        }
+        if let Some(t) = &f.title {
+            self.title = t.clone();
+        }
+        if let Some(c) = &f.content {
+            apply_content(self, c);
+        }
+        if let Some(l) = &f.locations {
+            self.locations = locations(l);
+        }
+        if f.raw_input.is_some() {
+            self.input = compact(&f.raw_input);
+        }
+        if let (Some(out), true) = (&f.raw_output, self.output.is_empty()) {
+            self.output = out.to_string();
+        }
+    }
+}
+
+pub fn plan_entries(p: &acp::Plan) -> Vec<PlanEntry> {
+    p.entries
+        .iter()
+        .map(|e| PlanEntry {
+            content: e.content.clone(),
+            priority: wire_name(&e.priority),
+            status: wire_name(&e.status),
+        })
+        .collect()
+}

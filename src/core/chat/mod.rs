@@ -1,0 +1,782 @@
+//! Conversations: one per agent, in memory. `ChatService` is built on
+//! [`Chat`]; session updates arrive through [`AgentClient`] in the order the
+//! agent sent them.
+
+pub mod message;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use agent_client_protocol_schema::v1 as acp;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::core::acp::{calls, Responder, RpcError};
+use crate::core::events::{
+    self, Event, EventSender, MessageDelta, MessageUpdated, PermissionRequest, PermissionResolved,
+    TurnChanged, UsageChanged,
+};
+use crate::core::supervisor::lifecycle::AgentState;
+use crate::core::supervisor::{AgentClient, Supervisor};
+use crate::i18n::{gettext, gettext_f};
+use message::{Command, Message, Part, PermissionOption, Role, ToolCall, Usage};
+
+struct PendingPermission {
+    request: PermissionRequest,
+    responder: Responder,
+}
+
+#[derive(Default)]
+struct Conv {
+    messages: Vec<Message>,
+    busy: bool,
+    queue: VecDeque<usize>,
+    usage: Usage,
+    commands: Vec<Command>,
+    permissions: Vec<PendingPermission>,
+    /// The ACP session and the agent generation it belongs to.
+    session: Option<(acp::SessionId, u64)>,
+    had_session: bool,
+    /// `session/new` is in flight: updates for an unknown session are kept.
+    opening_session: bool,
+    early: Vec<(String, acp::SessionUpdate)>,
+    /// The agent message being streamed.
+    current: Option<usize>,
+    rejections: u32,
+    cancelling: bool,
+}
+
+impl Conv {
+    fn queued_count(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+/// `ChatService.Conversation`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Conversation {
+    pub messages: Vec<Message>,
+    pub busy: bool,
+    pub queued: usize,
+    pub usage: Usage,
+    pub commands: Vec<Command>,
+    pub permissions: Vec<PermissionRequest>,
+}
+
+struct ChatInner {
+    convs: Mutex<HashMap<String, Conv>>,
+    events: EventSender,
+    supervisor: Supervisor,
+    next_id: AtomicU64,
+}
+
+#[derive(Clone)]
+pub struct Chat {
+    inner: Arc<ChatInner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+enum TurnEnd {
+    Stop(String),
+    Error(String),
+}
+
+impl Chat {
+    /// Creates the conversations and registers them as the supervisor's client.
+    pub fn new(supervisor: Supervisor, events: EventSender) -> Self {
+        let chat = Chat {
+            inner: Arc::new(ChatInner {
+                convs: Mutex::new(HashMap::new()),
+                events,
+                supervisor: supervisor.clone(),
+                next_id: AtomicU64::new(1),
+            }),
+        };
+        supervisor.set_client(Arc::new(ChatClient(Arc::downgrade(&chat.inner))));
+        chat
+    }
+
+    fn next_id(&self, prefix: &str) -> String {
+        format!("{prefix}{}", self.inner.next_id.fetch_add(1, Ordering::Relaxed))
+    }
+
+    fn emit(&self, e: Event) {
+        events::emit(&self.inner.events, e);
+    }
+
+    fn emit_message(&self, m: &Message) {
+        self.emit(Event::MessageUpdated(MessageUpdated {
+            agent: m.agent.clone(),
+            message: m.clone(),
+        }));
+    }
+
+    fn emit_turn(&self, agent: &str, c: &Conv) {
+        self.emit(Event::TurnChanged(TurnChanged {
+            agent: agent.to_owned(),
+            busy: c.busy,
+            queued: c.queued_count(),
+        }));
+    }
+
+    /// `Send(agent, text)`: the new user message's id.
+    pub fn send(&self, agent: &str, text: &str) -> Result<String, String> {
+        if text.trim().is_empty() {
+            return Err(gettext("the message is empty"));
+        }
+        if self.inner.supervisor.definition(agent).is_none() {
+            return Err(gettext_f("unknown agent: {name}", &[("name", agent)]));
+        }
+        let id = self.next_id("m");
+        let mut message = Message::new(id.clone(), agent, Role::User);
+        message.parts.push(Part::Text {
+            text: text.to_owned(),
+        });
+        let start = {
+            let mut convs = lock(&self.inner.convs);
+            let c = convs.entry(agent.to_owned()).or_default();
+            message.queued = c.busy;
+            c.messages.push(message.clone());
+            let start = !c.busy;
+            if c.busy {
+                c.queue.push_back(c.messages.len() - 1);
+            }
+            c.busy = true;
+            self.emit_message(&message);
+            self.emit_turn(agent, c);
+            start
+        };
+        if start {
+            let this = self.clone();
+            let agent = agent.to_owned();
+            let text = text.to_owned();
+            tokio::spawn(async move { this.run_turns(agent, text).await });
+        }
+        Ok(id)
+    }
+
+    async fn run_turns(&self, agent: String, first: String) {
+        let mut text = first;
+        loop {
+            self.one_turn(&agent, &text).await;
+            let mut convs = lock(&self.inner.convs);
+            let Some(c) = convs.get_mut(&agent) else { return };
+            match c.queue.pop_front() {
+                Some(i) => {
+                    if let Some(m) = c.messages.get_mut(i) {
+                        m.queued = false;
+                        text = m.text();
+                        let m = m.clone();
+                        self.emit_message(&m);
+                    }
+                    self.emit_turn(&agent, c);
+                }
+                None => {
+                    c.busy = false;
+                    self.emit_turn(&agent, c);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn system_message(&self, agent: &str, code: &str, error: Option<String>) {
+        let mut m = Message::new(self.next_id("m"), agent, Role::System);
+        m.code = Some(code.to_owned());
+        m.error = error;
+        if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
+            c.messages.push(m.clone());
+        }
+        self.emit_message(&m);
+    }
+
+    async fn one_turn(&self, agent: &str, text: &str) {
+        let sup = &self.inner.supervisor;
+        if let Err(e) = sup.start(agent).await {
+            self.system_message(agent, "agent-unavailable", Some(e));
+            return;
+        }
+        let Some((conn, generation)) = sup.connection(agent) else {
+            self.system_message(agent, "agent-unavailable", Some(gettext("the agent stopped")));
+            return;
+        };
+        if let Err(e) = sup.acquire(agent) {
+            self.system_message(agent, "agent-unavailable", Some(e));
+            return;
+        }
+        let end = self.prompt_turn(agent, text, &conn, generation).await;
+        sup.release(agent);
+        if let Some(end) = end {
+            self.finish_current(agent, end);
+        }
+    }
+
+    /// `None` when no agent message was started (the session failed).
+    async fn prompt_turn(
+        &self,
+        agent: &str,
+        text: &str,
+        conn: &crate::core::acp::Connection,
+        generation: u64,
+    ) -> Option<TurnEnd> {
+        let session = {
+            let mut convs = lock(&self.inner.convs);
+            let c = convs.entry(agent.to_owned()).or_default();
+            c.cancelling = false;
+            c.rejections = 0;
+            match &c.session {
+                Some((sid, g)) if *g == generation => Some(sid.clone()),
+                _ => {
+                    c.opening_session = true;
+                    None
+                }
+            }
+        };
+        let session = match session {
+            Some(s) => s,
+            None => match self.open_session(agent, conn, generation).await {
+                Ok(s) => s,
+                Err(e) => {
+                    self.system_message(agent, "agent-unavailable", Some(e));
+                    return None;
+                }
+            },
+        };
+        let mut m = Message::new(self.next_id("m"), agent, Role::Agent);
+        m.done = false;
+        {
+            let mut convs = lock(&self.inner.convs);
+            let c = convs.entry(agent.to_owned()).or_default();
+            c.messages.push(m.clone());
+            c.current = Some(c.messages.len() - 1);
+            m = c.messages[c.messages.len() - 1].clone();
+        }
+        self.emit_message(&m);
+        Some(match calls::prompt(conn, &session, text).await {
+            Ok(r) => TurnEnd::Stop(message::wire_name(&r.stop_reason)),
+            Err(calls::CallError::Rpc(RpcError::Closed(reason))) => {
+                // The process ended: the supervisor's error says how.
+                let info = self.inner.supervisor.list().into_iter().find(|a| a.name == agent);
+                TurnEnd::Error(match info {
+                    Some(a) if a.state == AgentState::Error => a.error.unwrap_or(reason),
+                    _ => reason,
+                })
+            }
+            Err(e) => TurnEnd::Error(e.to_string()),
+        })
+    }
+
+    async fn open_session(
+        &self,
+        agent: &str,
+        conn: &crate::core::acp::Connection,
+        generation: u64,
+    ) -> Result<acp::SessionId, String> {
+        let def = self.inner.supervisor.definition(agent);
+        let cwd = def.as_ref().map(|d| d.working_dir()).unwrap_or_default();
+        let mut servers = Vec::new();
+        for s in def.map(|d| d.mcp_servers).unwrap_or_default() {
+            match serde_json::from_value::<acp::McpServer>(s) {
+                Ok(s) => servers.push(s),
+                Err(e) => self
+                    .inner
+                    .supervisor
+                    .log(agent, format!("parley: an MCP server entry was left out: {e}")),
+            }
+        }
+        let result = calls::new_session(conn, &cwd, servers).await;
+        let mut convs = lock(&self.inner.convs);
+        let c = convs.entry(agent.to_owned()).or_default();
+        c.opening_session = false;
+        let early = std::mem::take(&mut c.early);
+        let r = match result {
+            Err(e) => Err(e.to_string()),
+            Ok(r) => {
+                let restarted = c.had_session;
+                c.session = Some((r.session_id.clone(), generation));
+                c.had_session = true;
+                drop(convs);
+                if restarted {
+                    self.system_message(agent, "agent-restarted", None);
+                }
+                // Updates that came before the answer, in their order.
+                for (sid, update) in early {
+                    if sid == r.session_id.to_string() {
+                        self.apply_update(agent, &sid, update);
+                    }
+                }
+                return Ok(r.session_id);
+            }
+        };
+        r
+    }
+
+    fn finish_current(&self, agent: &str, end: TurnEnd) {
+        let mut convs = lock(&self.inner.convs);
+        let Some(c) = convs.get_mut(agent) else { return };
+        let Some(i) = c.current.take() else { return };
+        let Some(m) = c.messages.get_mut(i) else { return };
+        match end {
+            TurnEnd::Stop(reason) => m.stop_reason = Some(reason),
+            TurnEnd::Error(e) => m.error = Some(e),
+        }
+        m.done = true;
+        let m = m.clone();
+        // Requests the agent left open end with the turn.
+        let stale: Vec<PendingPermission> = c.permissions.drain(..).collect();
+        drop(convs);
+        for p in stale {
+            p.responder
+                .respond(Ok(serde_json::json!({"outcome": {"outcome": "cancelled"}})));
+            self.emit(Event::PermissionResolved(PermissionResolved {
+                id: p.request.id,
+                agent: agent.to_owned(),
+            }));
+        }
+        self.emit_message(&m);
+    }
+
+    /// `Cancel(agent)`.
+    pub fn cancel(&self, agent: &str) -> Result<(), String> {
+        if self.inner.supervisor.definition(agent).is_none() {
+            return Err(gettext_f("unknown agent: {name}", &[("name", agent)]));
+        }
+        let (pending, dropped, session) = {
+            let mut convs = lock(&self.inner.convs);
+            let Some(c) = convs.get_mut(agent) else {
+                return Ok(());
+            };
+            if !c.busy {
+                return Ok(());
+            }
+            c.cancelling = true;
+            let pending: Vec<PendingPermission> = c.permissions.drain(..).collect();
+            let mut dropped = Vec::new();
+            for i in c.queue.drain(..) {
+                if let Some(m) = c.messages.get_mut(i) {
+                    m.queued = false;
+                    m.error = Some("cancelled".into());
+                    dropped.push(m.clone());
+                }
+            }
+            self.emit_turn(agent, c);
+            (pending, dropped, c.session.clone())
+        };
+        for p in pending {
+            p.responder
+                .respond(Ok(serde_json::json!({"outcome": {"outcome": "cancelled"}})));
+            self.emit(Event::PermissionResolved(PermissionResolved {
+                id: p.request.id,
+                agent: agent.to_owned(),
+            }));
+        }
+        for m in &dropped {
+            self.emit_message(m);
+        }
+        if let (Some((sid, generation)), Some((conn, g))) = (session, self.inner.supervisor.connection(agent))
+        {
+            if g == generation {
+                calls::cancel(&conn, &sid);
+            }
+        }
+        Ok(())
+    }
+
+    /// `AnswerPermission(id, optionId)`.
+    pub fn answer_permission(&self, id: &str, option_id: &str) -> Result<(), String> {
+        let mut convs = lock(&self.inner.convs);
+        for (agent, c) in convs.iter_mut() {
+            let Some(i) = c.permissions.iter().position(|p| p.request.id == id) else {
+                continue;
+            };
+            let Some(option) = c.permissions[i]
+                .request
+                .options
+                .iter()
+                .find(|o| o.option_id == option_id)
+                .cloned()
+            else {
+                return Err(gettext_f(
+                    "the request {id} has no option {option}",
+                    &[("id", id), ("option", option_id)],
+                ));
+            };
+            let p = c.permissions.remove(i);
+            if option.kind.starts_with("reject") {
+                c.rejections += 1;
+            }
+            let agent = agent.clone();
+            drop(convs);
+            p.responder.respond(Ok(serde_json::json!({
+                "outcome": {"outcome": "selected", "optionId": option.option_id}
+            })));
+            self.emit(Event::PermissionResolved(PermissionResolved {
+                id: id.to_owned(),
+                agent,
+            }));
+            return Ok(());
+        }
+        Err(gettext_f("no pending permission request {id}", &[("id", id)]))
+    }
+
+    /// `Conversation(agent)`.
+    pub fn conversation(&self, agent: &str) -> Result<Conversation, String> {
+        if self.inner.supervisor.definition(agent).is_none() {
+            return Err(gettext_f("unknown agent: {name}", &[("name", agent)]));
+        }
+        let convs = lock(&self.inner.convs);
+        Ok(match convs.get(agent) {
+            None => Conversation {
+                messages: Vec::new(),
+                busy: false,
+                queued: 0,
+                usage: Usage::default(),
+                commands: Vec::new(),
+                permissions: Vec::new(),
+            },
+            Some(c) => Conversation {
+                messages: c.messages.clone(),
+                busy: c.busy,
+                queued: c.queued_count(),
+                usage: c.usage,
+                commands: c.commands.clone(),
+                permissions: c.permissions.iter().map(|p| p.request.clone()).collect(),
+            },
+        })
+    }
+
+    /// Forgets every conversation (another configuration was opened).
+    pub fn forget_all(&self) {
+        lock(&self.inner.convs).clear();
+    }
+
+    fn apply_update(&self, agent: &str, session_id: &str, update: acp::SessionUpdate) {
+        let mut convs = lock(&self.inner.convs);
+        let c = convs.entry(agent.to_owned()).or_default();
+        let known = c
+            .session
+            .as_ref()
+            .is_some_and(|(s, _)| s.to_string() == session_id);
+        if !known {
+            if c.opening_session {
+                c.early.push((session_id.to_owned(), update));
+            } else {
+                drop(convs);
+                self.inner.supervisor.log(
+                    agent,
+                    format!("parley: an update for an unknown session {session_id} was ignored"),
+                );
+            }
+            return;
+        }
+        use acp::SessionUpdate as U;
+        match update {
+            U::UsageUpdate(u) => {
+                c.usage = Usage {
+                    used: u.used,
+                    size: u.size,
+                };
+                self.emit(Event::UsageChanged(UsageChanged {
+                    agent: agent.to_owned(),
+                    usage: c.usage,
+                }));
+            }
+            U::AvailableCommandsUpdate(u) => {
+                c.commands = u
+                    .available_commands
+                    .iter()
+                    .map(|a| Command {
+                        name: a.name.clone(),
+                        description: a.description.clone(),
+                    })
+                    .collect();
+            }
+            U::AgentMessageChunk(chunk) => {
+                self.append_text(agent, c, false, &message::block_text(&chunk.content))
+            }
+            U::AgentThoughtChunk(chunk) => {
+                self.append_text(agent, c, true, &message::block_text(&chunk.content))
+            }
+            U::ToolCall(t) => {
+                let call = ToolCall::from(&t);
+                self.put_tool(agent, c, call);
+            }
+            U::ToolCallUpdate(u) => {
+                let existing = find_tool(c, &u.tool_call_id.to_string());
+                let call = match existing {
+                    Some(mut call) => {
+                        call.merge(&u);
+                        call
+                    }
+                    None => ToolCall::from_update(&u),
+                };
+                self.put_tool(agent, c, call);
+            }
+            U::Plan(p) => {
+                let entries = message::plan_entries(&p);
+                let (mi, m) = target_message(c, agent, || self.next_id("m"));
+                let index = m
+                    .parts
+                    .iter()
+                    .position(|p| matches!(p, Part::Plan { .. }))
+                    .unwrap_or(m.parts.len());
+                let part = Part::Plan { entries };
+                set_part(m, index, part.clone());
+                let id = m.id.clone();
+                let _ = mi;
+                self.emit(Event::MessageDelta(MessageDelta {
+                    agent: agent.to_owned(),
+                    message_id: id,
+                    index,
+                    kind: "plan",
+                    text: None,
+                    part: Some(part),
+                }));
+            }
+            U::UserMessageChunk(_) => tracing::debug!(agent, "user message chunk (replay) ignored"),
+            other => {
+                drop(convs);
+                let kind = message::wire_name(
+                    &serde_json::to_value(&other)
+                        .ok()
+                        .and_then(|v| v.get("sessionUpdate").cloned()),
+                );
+                tracing::debug!(agent, kind, "session update not shown");
+            }
+        }
+    }
+
+    fn append_text(&self, agent: &str, c: &mut Conv, thought: bool, text: &str) {
+        let (_, m) = target_message(c, agent, || self.next_id("m"));
+        let last_matches = match m.parts.last() {
+            Some(Part::Text { .. }) => !thought,
+            Some(Part::Thought { .. }) => thought,
+            _ => false,
+        };
+        if !last_matches {
+            m.parts.push(if thought {
+                Part::Thought { text: String::new() }
+            } else {
+                Part::Text { text: String::new() }
+            });
+        }
+        let index = m.parts.len() - 1;
+        if let Some(Part::Text { text: t } | Part::Thought { text: t }) = m.parts.last_mut() {
+            t.push_str(text);
+        }
+        self.emit(Event::MessageDelta(MessageDelta {
+            agent: agent.to_owned(),
+            message_id: m.id.clone(),
+            index,
+            kind: if thought { "thought" } else { "text" },
+            text: Some(text.to_owned()),
+            part: None,
+        }));
+    }
+
+    fn put_tool(&self, agent: &str, c: &mut Conv, call: ToolCall) {
+        // The part lives where the call first appeared, else in the target.
+        let found = c.messages.iter().enumerate().rev().find_map(|(mi, m)| {
+            m.parts
+                .iter()
+                .position(|p| matches!(p, Part::Tool(t) if t.id == call.id))
+                .map(|pi| (mi, pi))
+        });
+        let (m, index) = match found {
+            Some((mi, pi)) => (&mut c.messages[mi], pi),
+            None => {
+                let (_, m) = target_message(c, agent, || self.next_id("m"));
+                let n = m.parts.len();
+                (m, n)
+            }
+        };
+        let part = Part::Tool(call);
+        set_part(m, index, part.clone());
+        self.emit(Event::MessageDelta(MessageDelta {
+            agent: agent.to_owned(),
+            message_id: m.id.clone(),
+            index,
+            kind: "tool",
+            text: None,
+            part: Some(part),
+        }));
+    }
+
+    fn permission_request(&self, agent: &str, params: Value, responder: Responder) {
+        let req: acp::RequestPermissionRequest = match serde_json::from_value(params) {
+            Ok(r) => r,
+            Err(e) => {
+                responder.respond(Err(RpcError::remote(
+                    crate::core::acp::connection::INVALID_PARAMS,
+                    e.to_string(),
+                )));
+                return;
+            }
+        };
+        let mut convs = lock(&self.inner.convs);
+        let c = convs.entry(agent.to_owned()).or_default();
+        if c.cancelling || !c.busy {
+            drop(convs);
+            responder.respond(Ok(serde_json::json!({"outcome": {"outcome": "cancelled"}})));
+            return;
+        }
+        let call = match find_tool(c, &req.tool_call.tool_call_id.to_string()) {
+            Some(mut call) => {
+                call.merge(&req.tool_call);
+                call
+            }
+            None => ToolCall::from_update(&req.tool_call),
+        };
+        self.put_tool(agent, c, call.clone());
+        let message_id = c
+            .current
+            .and_then(|i| c.messages.get(i))
+            .or_else(|| c.messages.iter().rev().find(|m| m.role == Role::Agent))
+            .map(|m| m.id.clone())
+            .unwrap_or_default();
+        let request = PermissionRequest {
+            id: self.next_id("p"),
+            agent: agent.to_owned(),
+            message_id,
+            tool_call: call,
+            options: req
+                .options
+                .iter()
+                .map(|o| PermissionOption {
+                    option_id: o.option_id.to_string(),
+                    name: o.name.clone(),
+                    kind: message::wire_name(&o.kind),
+                })
+                .collect(),
+            rejections: c.rejections,
+        };
+        c.permissions.push(PendingPermission {
+            request: request.clone(),
+            responder,
+        });
+        self.emit(Event::PermissionRequested(request));
+    }
+
+    fn disconnected(&self, agent: &str) {
+        let pending: Vec<PendingPermission> = {
+            let mut convs = lock(&self.inner.convs);
+            let Some(c) = convs.get_mut(agent) else { return };
+            c.session = None;
+            c.permissions.drain(..).collect()
+        };
+        for p in pending {
+            drop(p.responder);
+            self.emit(Event::PermissionResolved(PermissionResolved {
+                id: p.request.id,
+                agent: agent.to_owned(),
+            }));
+        }
+    }
+}
+
+fn find_tool(c: &Conv, id: &str) -> Option<ToolCall> {
+    c.messages.iter().rev().find_map(|m| {
+        m.parts.iter().find_map(|p| match p {
+            Part::Tool(t) if t.id == id => Some(t.clone()),
+            _ => None,
+        })
+    })
+}
+
+fn set_part(m: &mut Message, index: usize, part: Part) {
+    if index < m.parts.len() {
+        m.parts[index] = part;
+    } else {
+        m.parts.push(part);
+    }
+}
+
+/// The message an update goes to: the one being streamed, else the last
+/// agent message (late updates after the prompt's answer are kept there),
+/// else a new agent message.
+fn target_message<'a>(
+    c: &'a mut Conv,
+    agent: &str,
+    new_id: impl FnOnce() -> String,
+) -> (usize, &'a mut Message) {
+    let i = match c
+        .current
+        .or_else(|| c.messages.iter().rposition(|m| m.role == Role::Agent))
+    {
+        Some(i) => i,
+        None => {
+            c.messages.push(Message::new(new_id(), agent, Role::Agent));
+            c.messages.len() - 1
+        }
+    };
+    (i, &mut c.messages[i])
+}
+
+/// The supervisor's view of the conversations.
+struct ChatClient(std::sync::Weak<ChatInner>);
+
+impl ChatClient {
+    fn chat(&self) -> Option<Chat> {
+        self.0.upgrade().map(|inner| Chat { inner })
+    }
+}
+
+impl AgentClient for ChatClient {
+    fn notification(&self, agent: &str, method: &str, params: Value) {
+        let Some(chat) = self.chat() else { return };
+        if method != "session/update" {
+            chat.inner
+                .supervisor
+                .log(agent, format!("parley: ignored an unknown notification {method}"));
+            return;
+        }
+        let session_id = params
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let raw = params.get("update").cloned().unwrap_or(Value::Null);
+        match serde_json::from_value::<acp::SessionUpdate>(raw.clone()) {
+            Ok(update) => chat.apply_update(agent, &session_id, update),
+            Err(e) => {
+                let kind = raw.get("sessionUpdate").and_then(Value::as_str).unwrap_or("?");
+                let what = match raw
+                    .get("content")
+                    .and_then(|c| c.get("type"))
+                    .and_then(Value::as_str)
+                {
+                    Some(t) if !matches!(t, "text" | "image" | "audio" | "resource_link" | "resource") => {
+                        format!("an unknown content block type {t} in a {kind} update")
+                    }
+                    _ => format!("an unknown or malformed session update {kind} ({e})"),
+                };
+                tracing::warn!(agent, "{what}");
+                chat.inner
+                    .supervisor
+                    .log(agent, format!("parley: ignored {what}"));
+            }
+        }
+    }
+
+    fn request(&self, agent: &str, method: &str, params: Value, responder: Responder) {
+        match self.chat() {
+            Some(chat) if method == "session/request_permission" => {
+                chat.permission_request(agent, params, responder)
+            }
+            _ => responder.respond(Err(RpcError::remote(
+                crate::core::acp::connection::METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+            ))),
+        }
+    }
+
+    fn disconnected(&self, agent: &str, _reason: &str) {
+        if let Some(chat) = self.chat() {
+            chat.disconnected(agent);
+        }
+    }
+}

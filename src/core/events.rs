@@ -1,0 +1,153 @@
+//! The spec's events ("Events from Go to the interface" and the conversation
+//! events), serialised exactly as `{"event": NAME, "payload": {…}}` with the
+//! spec's names and camelCase fields. Every front end (the window's bridge,
+//! `parley-cli`) receives these and nothing else.
+
+use serde::Serialize;
+
+use crate::core::chat::message::{Message, Part, PermissionOption, ToolCall, Usage};
+use crate::core::config::Problem;
+use crate::core::supervisor::lifecycle::AgentState;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "event", content = "payload")]
+pub enum Event {
+    #[serde(rename = "config:changed")]
+    ConfigChanged(ConfigChanged),
+    #[serde(rename = "agent:state")]
+    AgentState(AgentStateChanged),
+    #[serde(rename = "agent:log")]
+    AgentLog(AgentLog),
+    #[serde(rename = "message:updated")]
+    MessageUpdated(MessageUpdated),
+    #[serde(rename = "message:delta")]
+    MessageDelta(MessageDelta),
+    #[serde(rename = "turn:changed")]
+    TurnChanged(TurnChanged),
+    #[serde(rename = "permission:requested")]
+    PermissionRequested(PermissionRequest),
+    #[serde(rename = "permission:resolved")]
+    PermissionResolved(PermissionResolved),
+    #[serde(rename = "usage:changed")]
+    UsageChanged(UsageChanged),
+}
+
+impl Event {
+    /// The spec's name of the event, e.g. `agent:state`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Event::ConfigChanged(_) => "config:changed",
+            Event::AgentState(_) => "agent:state",
+            Event::AgentLog(_) => "agent:log",
+            Event::MessageUpdated(_) => "message:updated",
+            Event::MessageDelta(_) => "message:delta",
+            Event::TurnChanged(_) => "turn:changed",
+            Event::PermissionRequested(_) => "permission:requested",
+            Event::PermissionResolved(_) => "permission:resolved",
+            Event::UsageChanged(_) => "usage:changed",
+        }
+    }
+
+    /// The agent the event concerns, if any.
+    pub fn agent(&self) -> Option<&str> {
+        match self {
+            Event::ConfigChanged(_) => None,
+            Event::AgentState(e) => Some(&e.agent),
+            Event::AgentLog(e) => Some(&e.agent),
+            Event::MessageUpdated(e) => Some(&e.agent),
+            Event::MessageDelta(e) => Some(&e.agent),
+            Event::TurnChanged(e) => Some(&e.agent),
+            Event::PermissionRequested(e) => Some(&e.agent),
+            Event::PermissionResolved(e) => Some(&e.agent),
+            Event::UsageChanged(e) => Some(&e.agent),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ConfigChanged {
+    pub path: String,
+    pub valid: bool,
+    pub problems: Vec<Problem>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AgentStateChanged {
+    pub agent: String,
+    pub state: AgentState,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub outdated: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct AgentLog {
+    pub agent: String,
+    pub line: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MessageUpdated {
+    pub agent: String,
+    pub message: Message,
+}
+
+/// `text` is appended to the part at `index` (text, thought), or `part`
+/// replaces it (tool, plan). An index one past the end adds the part.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageDelta {
+    pub agent: String,
+    pub message_id: String,
+    pub index: usize,
+    pub kind: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<Part>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TurnChanged {
+    pub agent: String,
+    pub busy: bool,
+    pub queued: usize,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRequest {
+    pub id: String,
+    pub agent: String,
+    pub message_id: String,
+    pub tool_call: ToolCall,
+    pub options: Vec<PermissionOption>,
+    pub rejections: u32,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PermissionResolved {
+    pub id: String,
+    pub agent: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct UsageChanged {
+    pub agent: String,
+    pub usage: Usage,
+}
+
+/// Where the core sends its events. Unbounded: the spec forbids losing or
+/// coalescing anything the core must report; front ends coalesce per frame.
+pub type EventSender = async_channel::Sender<Event>;
+pub type EventReceiver = async_channel::Receiver<Event>;
+
+pub fn channel() -> (EventSender, EventReceiver) {
+    async_channel::unbounded()
+}
+
+/// Sends an event; a closed channel (the front end is gone) is not an error
+/// worth stopping anything for.
+pub fn emit(tx: &EventSender, event: Event) {
+    let _ = tx.try_send(event);
+}

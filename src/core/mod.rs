@@ -1,0 +1,11 @@
+//! Everything that runs without a display: the ACP connection, the
+//! supervisor, conversations, configuration, and the services over them.
+//! Nothing here imports gtk, adw or sourceview.
+
+pub mod acp;
+pub mod atomic;
+pub mod chat;
+pub mod config;
+pub mod events;
+pub mod services;
+pub mod supervisor;

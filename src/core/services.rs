@@ -1,0 +1,327 @@
+//! The spec's services: `AgentService`, `ChatService`, `ConfigService`, over
+//! one [`Core`]. Front ends (the window, `parley-cli`) call only these.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use crate::core::chat::{Chat, Conversation};
+use crate::core::config::model::{Channel, Config, Theme};
+use crate::core::config::store::{self, Source};
+use crate::core::config::validate::{self, Problem};
+use crate::core::config::watch::{self as watching, Watcher};
+use crate::core::events::{self, ConfigChanged, Event, EventReceiver, EventSender};
+use crate::core::supervisor::{AgentInfo, Supervisor, Timings};
+use crate::i18n::{gettext, gettext_f};
+
+/// `ConfigService.Current()`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Current {
+    pub path: String,
+    pub source: Source,
+    pub created: bool,
+    pub valid: bool,
+    pub problems: Vec<Problem>,
+    pub warnings: Vec<Problem>,
+    pub theme: Theme,
+    pub language: String,
+    pub channels: Vec<Channel>,
+}
+
+struct ConfigState {
+    path: PathBuf,
+    source: Source,
+    created: bool,
+    /// The text last read from the file.
+    text: String,
+    problems: Vec<Problem>,
+    warnings: Vec<Problem>,
+    valid: bool,
+    /// The last valid configuration: what runs, even while the file is invalid.
+    applied: Config,
+    watcher: Option<Watcher>,
+}
+
+pub struct Options {
+    pub config_path: Option<PathBuf>,
+    pub timings: Timings,
+    /// Prepended to agent commands (`flatpak-spawn --host` inside Flatpak).
+    pub spawn_prefix: Vec<String>,
+    /// Watch the configuration file for changes.
+    pub watch: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            config_path: None,
+            timings: Timings::from_env(),
+            spawn_prefix: Vec::new(),
+            watch: true,
+        }
+    }
+}
+
+/// Everything behind the services. Create it inside a tokio runtime.
+#[derive(Clone)]
+pub struct Core {
+    pub supervisor: Supervisor,
+    pub chat: Chat,
+    config: Arc<Mutex<ConfigState>>,
+    events: EventSender,
+    runtime: tokio::runtime::Handle,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Core {
+    /// Loads (or creates) the configuration and applies it. An unreadable
+    /// file is an error; an invalid one starts with no agents and its problems.
+    pub fn new(options: Options) -> Result<(Core, EventReceiver), String> {
+        let (tx, rx) = events::channel();
+        let supervisor = Supervisor::new(tx.clone(), options.timings, options.spawn_prefix);
+        let chat = Chat::new(supervisor.clone(), tx.clone());
+        let (path, source) = store::initial_path(options.config_path);
+        let (text, created) = store::read_or_create(&path).map_err(|e| {
+            gettext_f(
+                "cannot read {path}: {error}",
+                &[("path", &path.display().to_string()), ("error", &e.to_string())],
+            )
+        })?;
+        let core = Core {
+            supervisor,
+            chat,
+            config: Arc::new(Mutex::new(ConfigState {
+                path: path.clone(),
+                source,
+                created,
+                text: String::new(),
+                problems: Vec::new(),
+                warnings: Vec::new(),
+                valid: false,
+                applied: Config::default(),
+                watcher: None,
+            })),
+            events: tx,
+            runtime: tokio::runtime::Handle::current(),
+        };
+        core.load_text(text, false);
+        if options.watch {
+            core.watch(&path);
+        }
+        Ok((core, rx))
+    }
+
+    pub fn events(&self) -> EventSender {
+        self.events.clone()
+    }
+
+    /// Validates and, when valid, applies `text` as the file's content.
+    fn load_text(&self, text: String, emit: bool) {
+        let v = validate::validate(&text);
+        let mut st = lock(&self.config);
+        st.text = text;
+        st.problems = v.errors();
+        st.warnings = v.warnings();
+        st.valid = v.valid();
+        let path = st.path.display().to_string();
+        if let Some(config) = v.config {
+            st.applied = config.clone();
+            drop(st);
+            self.supervisor
+                .apply_config(&config.agents, config.limits.clone());
+        } else {
+            drop(st);
+        }
+        if emit {
+            let st = lock(&self.config);
+            events::emit(
+                &self.events,
+                Event::ConfigChanged(ConfigChanged {
+                    path,
+                    valid: st.valid,
+                    problems: st.problems.clone(),
+                }),
+            );
+        }
+    }
+
+    fn watch(&self, path: &Path) {
+        let this = self.clone();
+        let watched = path.to_path_buf();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<()>();
+        let watcher = watching::watch(path, move || {
+            let _ = tx.send(());
+        });
+        match watcher {
+            Ok(w) => lock(&self.config).watcher = Some(w),
+            Err(e) => tracing::warn!("cannot watch {}: {e}", path.display()),
+        }
+        self.runtime.spawn(async move {
+            while rx.recv().await.is_some() {
+                // Editors save in several steps: settle, then read once.
+                tokio::time::sleep(Duration::from_millis(60)).await;
+                while rx.try_recv().is_ok() {}
+                if lock(&this.config).path != watched {
+                    return; // another file was opened
+                }
+                this.reload();
+            }
+        });
+    }
+
+    /// Re-reads the file; a change is applied and reported as `config:changed`.
+    pub fn reload(&self) {
+        let path = lock(&self.config).path.clone();
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return, // mid-replace, or deleted: keep running
+            Err(e) => {
+                tracing::warn!("cannot read {}: {e}", path.display());
+                return;
+            }
+        };
+        if lock(&self.config).text == text {
+            return;
+        }
+        self.load_text(text, true);
+    }
+
+    // ---- AgentService ----
+
+    pub fn agent_list(&self) -> Vec<AgentInfo> {
+        self.supervisor.list()
+    }
+
+    // ---- ConfigService ----
+
+    pub fn current(&self) -> Current {
+        let st = lock(&self.config);
+        Current {
+            path: st.path.display().to_string(),
+            source: st.source,
+            created: st.created,
+            valid: st.valid,
+            problems: st.problems.clone(),
+            warnings: st.warnings.clone(),
+            theme: st.applied.theme,
+            language: st.applied.language.clone(),
+            channels: st.applied.channels.clone(),
+        }
+    }
+
+    /// The text of the configuration file.
+    pub fn content(&self) -> Result<String, String> {
+        let path = lock(&self.config).path.clone();
+        std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    pub fn validate(&self, text: &str) -> Vec<Problem> {
+        validate::validate(text).problems
+    }
+
+    /// Writes `text` if it is valid and applies it at once; otherwise returns
+    /// its problems and writes nothing.
+    pub fn save(&self, text: &str) -> Result<Vec<Problem>, String> {
+        let path = lock(&self.config).path.clone();
+        match store::save(&path, text) {
+            Ok(_) => {
+                self.load_text(text.to_owned(), true);
+                Ok(Vec::new())
+            }
+            Err(store::SaveError::Invalid(problems)) => Ok(problems),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    pub fn schema(&self) -> Value {
+        validate::schema().clone()
+    }
+
+    /// Stops every agent, forgets the conversations, loads and watches
+    /// `path`, and remembers it.
+    pub async fn open(&self, path: &Path) -> Result<(), String> {
+        let path = store::absolute(path);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            gettext_f(
+                "cannot open {path}: {error}",
+                &[("path", &path.display().to_string()), ("error", &e.to_string())],
+            )
+        })?;
+        self.supervisor.shutdown().await;
+        self.chat.forget_all();
+        {
+            let mut st = lock(&self.config);
+            st.watcher = None;
+            st.path = path.clone();
+            st.source = Source::Opened;
+            st.created = false;
+            st.applied = Config::default();
+        }
+        // The old file's agents go; the new file's come.
+        self.supervisor.apply_config(&[], Default::default());
+        self.load_text(text, true);
+        self.watch(&path);
+        store::remember(&path);
+        Ok(())
+    }
+
+    pub fn recent(&self) -> Vec<String> {
+        store::recent()
+    }
+
+    /// Quitting: every agent is stopped with the spec's sequence.
+    pub async fn shutdown(&self) {
+        lock(&self.config).watcher = None;
+        self.supervisor.shutdown().await;
+    }
+
+    pub fn conversation(&self, agent: &str) -> Result<Conversation, String> {
+        self.chat.conversation(agent)
+    }
+
+    /// Calls a service method by its spec name (`AgentService.Start`, …),
+    /// as `parley-cli serve` does.
+    pub async fn call(&self, method: &str, params: &[Value]) -> Result<Value, String> {
+        let s = |i: usize| -> Result<String, String> {
+            params
+                .get(i)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    gettext_f(
+                        "{method}: argument {n} must be a string",
+                        &[("method", method), ("n", &(i + 1).to_string())],
+                    )
+                })
+        };
+        let to = |v: Result<Value, serde_json::Error>| v.map_err(|e| e.to_string());
+        match method {
+            "AgentService.List" => to(serde_json::to_value(self.agent_list())),
+            "AgentService.Start" => self.supervisor.start(&s(0)?).await.map(|_| Value::Null),
+            "AgentService.Stop" => self.supervisor.stop(&s(0)?).await.map(|_| Value::Null),
+            "AgentService.Restart" => self.supervisor.restart(&s(0)?).await.map(|_| Value::Null),
+            "AgentService.Logs" => to(serde_json::to_value(self.supervisor.logs(&s(0)?)?)),
+            "ChatService.Send" => self.chat.send(&s(0)?, &s(1)?).map(Value::String),
+            "ChatService.Cancel" => self.chat.cancel(&s(0)?).map(|_| Value::Null),
+            "ChatService.AnswerPermission" => {
+                self.chat.answer_permission(&s(0)?, &s(1)?).map(|_| Value::Null)
+            }
+            "ChatService.Conversation" => to(serde_json::to_value(self.chat.conversation(&s(0)?)?)),
+            "ConfigService.Current" => to(serde_json::to_value(self.current())),
+            "ConfigService.Content" => self.content().map(Value::String),
+            "ConfigService.Validate" => to(serde_json::to_value(self.validate(&s(0)?))),
+            "ConfigService.Save" => to(serde_json::to_value(self.save(&s(0)?)?)),
+            "ConfigService.Schema" => Ok(self.schema()),
+            "ConfigService.Open" => self.open(Path::new(&s(0)?)).await.map(|_| Value::Null),
+            "ConfigService.Recent" => Ok(json!(self.recent())),
+            "ConfigService.Choose" => Err(gettext("no file chooser without a display")),
+            _ => Err(gettext_f("unknown method: {method}", &[("method", method)])),
+        }
+    }
+}

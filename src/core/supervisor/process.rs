@@ -1,0 +1,235 @@
+//! Agent processes: spawning in a new process group, the guardian that kills
+//! the group if Parley dies, the stop sequence, and reading the group from
+//! /proc.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::watch;
+
+/// What is needed to start one agent process.
+pub struct SpawnSpec<'a> {
+    pub program: &'a Path,
+    pub args: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub cwd: &'a Path,
+    /// Prepended to the command (e.g. `flatpak-spawn --host`); empty outside Flatpak.
+    pub prefix: &'a [String],
+}
+
+pub struct Spawned {
+    pub child: Child,
+    pub pgid: i32,
+    /// The guardian's stdin: while it is open the guardian waits; when Parley
+    /// dies the kernel closes it and the guardian kills the agent's group.
+    pub guardian: Option<(Child, ChildStdin)>,
+}
+
+pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
+    let mut cmd = match spec.prefix.split_first() {
+        Some((first, rest)) => {
+            let mut c = Command::new(first);
+            c.args(rest).arg(spec.program);
+            c
+        }
+        None => Command::new(spec.program),
+    };
+    cmd.args(spec.args)
+        .envs(spec.env)
+        .current_dir(spec.cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(false);
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            // Dies with the thread that spawned it: the supervisor spawns
+            // from the runtime's worker threads, which live as long as Parley.
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let child = cmd.spawn()?;
+    let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
+    let guardian = spawn_guardian(pid).ok();
+    Ok(Spawned {
+        child,
+        pgid: pid,
+        guardian,
+    })
+}
+
+/// PR_SET_PDEATHSIG reaches only the agent itself, not what it started. The
+/// guardian, a shell in its own group, waits for end of input on a pipe only
+/// Parley holds; whatever way Parley ends, it then kills the agent's group.
+fn spawn_guardian(pgid: i32) -> std::io::Result<(Child, ChildStdin)> {
+    let mut child = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(r#"while read -r _; do :; done; kill -9 -"$1" 2>/dev/null"#)
+        .arg("parley-guardian")
+        .arg(pgid.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()?;
+    let stdin = child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("no guardian stdin"))?;
+    Ok((child, stdin))
+}
+
+/// Sends a signal to a whole process group; a group already gone is fine.
+pub fn signal_group(pgid: i32, signal: Signal) {
+    if pgid > 1 {
+        let _ = killpg(Pid::from_raw(pgid), signal);
+    }
+}
+
+/// The live (non-zombie) processes of a process group, read from /proc.
+pub fn group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Some((state, pgrp)) = stat_state_and_group(pid) {
+            if pgrp == pgid && state != 'Z' && state != 'X' {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// (state, process group) from /proc/PID/stat; the command name may hold
+/// spaces and parentheses, so fields are counted after the last `)`.
+pub fn stat_state_and_group(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    Some((state, pgrp))
+}
+
+/// The durations of the stop sequence.
+#[derive(Debug, Clone, Copy)]
+pub struct StopTimings {
+    /// After closing stdin, before SIGTERM (spec: 5 s).
+    pub eof_grace: Duration,
+    /// After SIGTERM, before SIGKILL (spec: 3 s).
+    pub term_grace: Duration,
+}
+
+/// Waits until the watched exit status is set, or `limit` passes.
+async fn wait_exit(exit: &mut watch::Receiver<Option<ExitStatus>>, limit: Duration) -> bool {
+    tokio::time::timeout(limit, exit.wait_for(Option::is_some))
+        .await
+        .map(|r| r.is_ok())
+        .unwrap_or(false)
+}
+
+async fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if group_members(pgid).is_empty() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The spec's stop sequence, once stdin is closed: wait `eof_grace` for the
+/// agent to exit; then SIGTERM to its group; `term_grace` later, SIGKILL.
+/// Members of the group that outlive the agent get the same SIGTERM/SIGKILL.
+/// Returns when no process of the group is left.
+pub async fn stop_group(pgid: i32, mut exit: watch::Receiver<Option<ExitStatus>>, t: StopTimings) {
+    if !wait_exit(&mut exit, t.eof_grace).await {
+        tracing::debug!(pgid, "agent still running after end of input: SIGTERM");
+        signal_group(pgid, Signal::SIGTERM);
+        if !wait_exit(&mut exit, t.term_grace).await {
+            tracing::debug!(pgid, "agent still running after SIGTERM: SIGKILL");
+            signal_group(pgid, Signal::SIGKILL);
+            wait_exit(&mut exit, Duration::from_secs(5)).await;
+        }
+    }
+    reap_leftovers(pgid, t.term_grace).await;
+}
+
+/// Ends what is left of a group whose leader has exited.
+pub async fn reap_leftovers(pgid: i32, term_grace: Duration) {
+    if group_members(pgid).is_empty() {
+        return;
+    }
+    signal_group(pgid, Signal::SIGTERM);
+    if !wait_group_gone(pgid, term_grace).await {
+        signal_group(pgid, Signal::SIGKILL);
+        wait_group_gone(pgid, Duration::from_secs(5)).await;
+    }
+}
+
+/// The program to run: a command with a `/` is taken as a path (relative to
+/// the agent's cwd); a bare name is searched in each directory of `path_dirs`.
+pub fn resolve_program(command: &str, cwd: &Path, path_dirs: &[PathBuf]) -> Option<PathBuf> {
+    if command.contains('/') {
+        let p = cwd.join(command);
+        return is_executable(&p).then_some(p);
+    }
+    path_dirs
+        .iter()
+        .map(|d| d.join(command))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_bare_names_on_the_path_and_paths_against_cwd() {
+        let dirs = vec![PathBuf::from("/nonexistent"), PathBuf::from("/bin")];
+        assert_eq!(
+            resolve_program("sh", Path::new("/"), &dirs),
+            Some(PathBuf::from("/bin/sh"))
+        );
+        assert_eq!(resolve_program("no-such-agent-xyz", Path::new("/"), &dirs), None);
+        assert_eq!(
+            resolve_program("./sh", Path::new("/bin"), &[]),
+            Some(PathBuf::from("/bin/./sh"))
+        );
+    }
+
+    #[test]
+    fn reads_its_own_process_group() {
+        let me = i32::try_from(std::process::id()).expect("pid");
+        let (state, pgrp) = stat_state_and_group(me).expect("stat");
+        assert_ne!(state, 'Z');
+        assert!(group_members(pgrp).contains(&me));
+    }
+}
