@@ -1,6 +1,7 @@
 //! The configuration: its model, the JSON Schema and validation, where the
 //! file lives, the default file, saving atomically, watching, recent files.
 
+pub mod edit;
 pub mod model;
 pub mod store;
 pub mod validate;

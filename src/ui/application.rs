@@ -1,0 +1,345 @@
+//! The GApplication: single instance, actions and accelerators, opening
+//! files from the command line, notifications, quitting with every agent
+//! stopped.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+
+use adw::prelude::*;
+use gtk::{gio, glib};
+
+use crate::core::config::model::{ChannelKind, Theme};
+use crate::core::events::PermissionRequest;
+use crate::core::services::{Core, Options};
+use crate::i18n::gettext;
+use crate::ui::runtime;
+use crate::ui::window::ParleyWindow;
+use crate::ui::APP_ID;
+
+thread_local! {
+    static CORE: RefCell<Option<Core>> = const { RefCell::new(None) };
+}
+
+/// GSettings for the window; `None` when the schema is not installed and was
+/// not compiled at build time (the window then just does not remember).
+pub fn settings() -> Option<gio::Settings> {
+    let source = gio::SettingsSchemaSource::default();
+    if let Some(schema) = source.as_ref().and_then(|s| s.lookup(APP_ID, true)) {
+        return Some(gio::Settings::new_full(
+            &schema,
+            None::<&gio::SettingsBackend>,
+            None,
+        ));
+    }
+    let dir = option_env!("PARLEY_SCHEMA_DIR")?;
+    let local = gio::SettingsSchemaSource::from_directory(dir, source.as_ref(), false).ok()?;
+    let schema = local.lookup(APP_ID, false)?;
+    Some(gio::Settings::new_full(
+        &schema,
+        None::<&gio::SettingsBackend>,
+        None,
+    ))
+}
+
+pub fn apply_theme(theme: Theme) {
+    let scheme = match theme {
+        Theme::System => adw::ColorScheme::Default,
+        Theme::Light => adw::ColorScheme::ForceLight,
+        Theme::Dark => adw::ColorScheme::ForceDark,
+    };
+    adw::StyleManager::default().set_color_scheme(scheme);
+}
+
+fn load_css() {
+    let provider = gtk::CssProvider::new();
+    provider.load_from_data(include_str!("style.css"));
+    if let Some(display) = gtk::gdk::Display::default() {
+        gtk::style_context_add_provider_for_display(
+            &display,
+            &provider,
+            gtk::STYLE_PROVIDER_PRIORITY_APPLICATION,
+        );
+    }
+}
+
+fn window(app: &adw::Application) -> Option<ParleyWindow> {
+    app.windows()
+        .into_iter()
+        .find_map(|w| w.downcast::<ParleyWindow>().ok())
+}
+
+/// The core and its window, created on first activation (with the file given
+/// on the command line, if any).
+fn ensure_window(app: &adw::Application, config: Option<PathBuf>) -> Option<ParleyWindow> {
+    if let Some(w) = window(app) {
+        return Some(w);
+    }
+    let (core, rx) = match runtime::start_core(Options {
+        config_path: config,
+        ..Default::default()
+    }) {
+        Ok(c) => c,
+        Err(e) => {
+            let dialog = adw::MessageDialog::new(
+                None::<&gtk::Window>,
+                Some(&gettext("Parley Cannot Start")),
+                Some(&e),
+            );
+            dialog.add_response("close", &gettext("_Close"));
+            dialog.set_application(Some(app));
+            dialog.present();
+            return None;
+        }
+    };
+    CORE.with(|c| c.replace(Some(core.clone())));
+    apply_theme(core.current().theme);
+    let win = ParleyWindow::new(app, core.clone());
+    crate::ui::bridge::attach(&win, rx);
+    let current = core.current();
+    if !current.valid {
+        if let Some(p) = current.problems.first() {
+            win.toast(&crate::i18n::gettext_f(
+                "The configuration has problems: line {line}: {message}",
+                &[("line", &p.line.to_string()), ("message", &p.message)],
+            ));
+        }
+    }
+    Some(win)
+}
+
+fn open_config(win: &ParleyWindow, path: PathBuf) {
+    let core = win.core().clone();
+    runtime::call(
+        async move { core.open(&path).await },
+        glib::clone!(
+            #[weak]
+            win,
+            move |r: Result<(), String>| match r {
+                Ok(()) => {
+                    win.forget_conversations();
+                    win.refresh_agents();
+                    win.refresh_recent();
+                }
+                Err(e) => win.toast(&e),
+            }
+        ),
+    );
+}
+
+/// `ConfigService.Choose`: the native file chooser (the portal in Flatpak).
+fn choose(win: &ParleyWindow) {
+    let chooser = gtk::FileChooserNative::new(
+        Some(&gettext("Open Configuration")),
+        Some(win),
+        gtk::FileChooserAction::Open,
+        Some(&gettext("_Open")),
+        Some(&gettext("_Cancel")),
+    );
+    let filter = gtk::FileFilter::new();
+    filter.set_name(Some(&gettext("JSON files")));
+    filter.add_mime_type("application/json");
+    filter.add_pattern("*.json");
+    filter.add_pattern("*.jsonc");
+    chooser.add_filter(&filter);
+    chooser.connect_response(glib::clone!(
+        #[weak]
+        win,
+        move |chooser, response| {
+            if response == gtk::ResponseType::Accept {
+                if let Some(path) = chooser.file().and_then(|f| f.path()) {
+                    open_config(&win, path);
+                }
+            }
+        }
+    ));
+    chooser.show();
+    // The dialog must outlive this function until it answers.
+    unsafe {
+        win.set_data("file-chooser", chooser);
+    }
+}
+
+fn about(win: &ParleyWindow) {
+    let about = adw::AboutWindow::builder()
+        .transient_for(win)
+        .application_name(gettext("Parley"))
+        .application_icon(APP_ID)
+        .developer_name(gettext("The Parley developers"))
+        .version(env!("CARGO_PKG_VERSION"))
+        .comments(gettext(
+            "Run coding agents that speak the Agent Client Protocol side by side.",
+        ))
+        .license_type(gtk::License::Gpl30)
+        .build();
+    about.present();
+}
+
+fn add_action(
+    app: &adw::Application,
+    name: &str,
+    param: Option<&glib::VariantTy>,
+    f: impl Fn(&adw::Application, Option<&glib::Variant>) + 'static,
+) {
+    let action = gio::SimpleAction::new(name, param);
+    let app_weak = app.downgrade();
+    action.connect_activate(move |_, p| {
+        if let Some(app) = app_weak.upgrade() {
+            f(&app, p);
+        }
+    });
+    app.add_action(&action);
+}
+
+fn setup_actions(app: &adw::Application) {
+    add_action(app, "quit", None, |app, _| app.quit());
+    add_action(app, "about", None, |app, _| {
+        if let Some(w) = window(app) {
+            about(&w);
+        }
+    });
+    add_action(app, "preferences", None, |app, _| {
+        if let Some(w) = window(app) {
+            crate::ui::preferences::show(&w);
+        }
+    });
+    add_action(app, "open-config", None, |app, _| {
+        if let Some(w) = window(app) {
+            choose(&w);
+        }
+    });
+    add_action(app, "open-recent", Some(glib::VariantTy::STRING), |app, p| {
+        if let (Some(w), Some(path)) = (window(app), p.and_then(|p| p.get::<String>())) {
+            open_config(&w, PathBuf::from(path));
+        }
+    });
+    add_action(app, "show-agent", Some(glib::VariantTy::STRING), |app, p| {
+        if let (Some(w), Some(agent)) = (window(app), p.and_then(|p| p.get::<String>())) {
+            w.select_agent(&agent);
+            gtk::prelude::GtkWindowExt::present(&w);
+        }
+    });
+    add_action(
+        app,
+        "answer-permission",
+        Some(&glib::VariantTy::new("(ss)").unwrap_or(glib::VariantTy::ANY)),
+        |app, p| {
+            if let (Some(w), Some((id, option))) = (window(app), p.and_then(|p| p.get::<(String, String)>()))
+            {
+                w.answer_permission(&id, &option);
+            }
+        },
+    );
+    app.set_accels_for_action("app.quit", &["<Control>q"]);
+    app.set_accels_for_action("app.open-config", &["<Control>o"]);
+    app.set_accels_for_action("app.preferences", &["<Control>comma"]);
+    app.set_accels_for_action("win.edit-config", &["<Control>e"]);
+    app.set_accels_for_action("win.show-help-overlay", &["<Control>question"]);
+    app.set_accels_for_action("window.close", &["<Control>w"]);
+}
+
+/// Tells the configured notification channels about an event. Desktop
+/// notifications only while the window is not focused.
+pub fn notify(
+    win: &ParleyWindow,
+    event: &str,
+    agent: &str,
+    title: &str,
+    body: &str,
+    permission: Option<&PermissionRequest>,
+) {
+    let current = win.core().current();
+    for channel in &current.channels {
+        if !channel.events.iter().any(|e| e == event) {
+            continue;
+        }
+        if let Some(agents) = &channel.agents {
+            if !agents.iter().any(|a| a == agent) {
+                continue;
+            }
+        }
+        match channel.kind {
+            ChannelKind::Desktop => {
+                if gtk::prelude::GtkWindowExt::is_active(win) {
+                    continue;
+                }
+                let Some(app) = win.application() else { continue };
+                let n = gio::Notification::new(title);
+                n.set_body(Some(body));
+                n.set_default_action_and_target_value("app.show-agent", Some(&agent.to_variant()));
+                if let Some(p) = permission {
+                    for o in &p.options {
+                        n.add_button_with_target_value(
+                            &o.name,
+                            "app.answer-permission",
+                            Some(&(p.id.clone(), o.option_id.clone()).to_variant()),
+                        );
+                    }
+                }
+                app.send_notification(Some(&format!("{agent}-{event}")), &n);
+            }
+            ChannelKind::Command => {
+                let Some(command) = channel.command.clone() else {
+                    continue;
+                };
+                let args = channel.args.clone();
+                let payload =
+                    serde_json::json!({"event": event, "agent": agent, "title": title, "body": body,
+                    "permission": permission})
+                    .to_string();
+                runtime::runtime().spawn(async move {
+                    use tokio::io::AsyncWriteExt;
+                    let child = tokio::process::Command::new(&command)
+                        .args(&args)
+                        .stdin(std::process::Stdio::piped())
+                        .stdout(std::process::Stdio::null())
+                        .spawn();
+                    match child {
+                        Ok(mut child) => {
+                            if let Some(mut stdin) = child.stdin.take() {
+                                let _ = stdin.write_all(payload.as_bytes()).await;
+                            }
+                            let _ = child.wait().await;
+                        }
+                        Err(e) => tracing::warn!("notification channel {command}: {e}"),
+                    }
+                });
+            }
+        }
+    }
+}
+
+pub fn run() -> glib::ExitCode {
+    let app = adw::Application::builder()
+        .application_id(APP_ID)
+        .flags(gio::ApplicationFlags::HANDLES_OPEN)
+        .build();
+    app.connect_startup(|app| {
+        load_css();
+        setup_actions(app);
+        gtk::Window::set_default_icon_name(APP_ID);
+    });
+    app.connect_activate(|app| {
+        if let Some(w) = ensure_window(app, None) {
+            gtk::prelude::GtkWindowExt::present(&w);
+        }
+    });
+    app.connect_open(|app, files, _| {
+        let path = files.first().and_then(|f| f.path());
+        let existed = window(app).is_some();
+        if let Some(w) = ensure_window(app, path.clone()) {
+            if existed {
+                if let Some(p) = path {
+                    open_config(&w, p);
+                }
+            }
+            gtk::prelude::GtkWindowExt::present(&w);
+        }
+    });
+    app.connect_shutdown(|_| {
+        // Quitting stops every agent with the spec's sequence, and waits.
+        if let Some(core) = CORE.with(|c| c.borrow_mut().take()) {
+            runtime::runtime().block_on(core.shutdown());
+        }
+    });
+    app.run()
+}

@@ -1,0 +1,97 @@
+//! Preferences: the theme (applied live through AdwStyleManager) and the
+//! language, both written into the configuration file with its comments kept.
+
+use adw::prelude::*;
+use gtk::glib;
+
+use crate::core::config::model::Theme;
+use crate::i18n::gettext;
+use crate::ui::runtime;
+use crate::ui::window::ParleyWindow;
+
+pub fn show(win: &ParleyWindow) {
+    let current = win.core().current();
+    let prefs = adw::PreferencesWindow::builder()
+        .transient_for(win)
+        .search_enabled(false)
+        .build();
+    let page = adw::PreferencesPage::new();
+    let group = adw::PreferencesGroup::builder()
+        .title(gettext("Appearance"))
+        .build();
+    let themes = [gettext("Follow System"), gettext("Light"), gettext("Dark")];
+    let model = gtk::StringList::new(&themes.iter().map(String::as_str).collect::<Vec<_>>());
+    let theme_row = adw::ComboRow::builder()
+        .title(gettext("Theme"))
+        .model(&model)
+        .build();
+    theme_row.set_selected(match current.theme {
+        Theme::System => 0,
+        Theme::Light => 1,
+        Theme::Dark => 2,
+    });
+    group.add(&theme_row);
+    let lang_group = adw::PreferencesGroup::builder()
+        .title(gettext("Language"))
+        .description(gettext(
+            "A locale such as de_DE, or empty for the system's language. Applies at the next start.",
+        ))
+        .build();
+    let lang_row = adw::EntryRow::builder()
+        .title(gettext("Language"))
+        .show_apply_button(true)
+        .build();
+    lang_row.set_text(&current.language);
+    lang_group.add(&lang_row);
+    page.add(&group);
+    page.add(&lang_group);
+    prefs.add(&page);
+
+    theme_row.connect_selected_notify(glib::clone!(
+        #[weak]
+        win,
+        move |row| {
+            let theme = match row.selected() {
+                1 => Theme::Light,
+                2 => Theme::Dark,
+                _ => Theme::System,
+            };
+            crate::ui::application::apply_theme(theme);
+            let value = serde_json::to_value(theme).unwrap_or_default();
+            set(&win, "theme", value);
+        }
+    ));
+    lang_row.connect_apply(glib::clone!(
+        #[weak]
+        win,
+        move |row| set(
+            &win,
+            "language",
+            serde_json::Value::String(row.text().to_string())
+        )
+    ));
+    prefs.present();
+}
+
+fn set(win: &ParleyWindow, key: &'static str, value: serde_json::Value) {
+    let core = win.core().clone();
+    runtime::call(
+        async move {
+            let text = core.content()?;
+            let edited = crate::core::config::edit::set_top_level(&text, key, &value)?;
+            match core.save(&edited)? {
+                p if p.is_empty() => Ok(()),
+                p => Err(p.iter().map(|p| p.message.clone()).collect::<Vec<_>>().join("; ")),
+            }
+        },
+        glib::clone!(
+            #[weak]
+            win,
+            move |r: Result<(), String>| {
+                if let Err(e) = r {
+                    win.toast(&e);
+                }
+            }
+        ),
+    );
+}

@@ -1,0 +1,147 @@
+//! A row of the Agents sidebar: icon, title, state as the spec shows it,
+//! attention marker, ▶/■, and a menu with Restart and Show Logs.
+
+use std::cell::RefCell;
+
+use gtk::prelude::*;
+use gtk::subclass::prelude::*;
+use gtk::{gio, glib};
+
+use crate::i18n::gettext;
+use crate::ui::models::AgentObject;
+
+mod imp {
+    use super::*;
+
+    #[derive(Default, gtk::CompositeTemplate)]
+    #[template(file = "agent_row.ui")]
+    pub struct AgentRow {
+        #[template_child]
+        pub icon: TemplateChild<gtk::Image>,
+        #[template_child]
+        pub title: TemplateChild<gtk::Label>,
+        #[template_child]
+        pub state: TemplateChild<gtk::Label>,
+        #[template_child]
+        pub attention: TemplateChild<gtk::Image>,
+        #[template_child]
+        pub start_button: TemplateChild<gtk::Button>,
+        #[template_child]
+        pub stop_button: TemplateChild<gtk::Button>,
+        #[template_child]
+        pub menu_button: TemplateChild<gtk::MenuButton>,
+        pub bound: RefCell<Option<(AgentObject, glib::SignalHandlerId)>>,
+    }
+
+    #[glib::object_subclass]
+    impl ObjectSubclass for AgentRow {
+        const NAME: &'static str = "ParleyAgentRow";
+        type Type = super::AgentRow;
+        type ParentType = gtk::Box;
+
+        fn class_init(klass: &mut Self::Class) {
+            klass.bind_template();
+        }
+
+        fn instance_init(obj: &glib::subclass::InitializingObject<Self>) {
+            obj.init_template();
+        }
+    }
+
+    impl ObjectImpl for AgentRow {}
+    impl WidgetImpl for AgentRow {}
+    impl BoxImpl for AgentRow {}
+}
+
+glib::wrapper! {
+    pub struct AgentRow(ObjectSubclass<imp::AgentRow>)
+        @extends gtk::Box, gtk::Widget,
+        @implements gtk::Buildable, gtk::ConstraintTarget, gtk::Orientable;
+}
+
+impl Default for AgentRow {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AgentRow {
+    pub fn new() -> Self {
+        glib::Object::new()
+    }
+
+    pub fn bind(&self, agent: &AgentObject) {
+        self.unbind();
+        let imp = self.imp();
+        let name = agent.name();
+        let target = name.to_variant();
+        // The target first: an action name without its target warns.
+        imp.start_button.set_action_target_value(Some(&target));
+        imp.start_button.set_action_name(Some("win.agent-start"));
+        imp.stop_button.set_action_target_value(Some(&target));
+        imp.stop_button.set_action_name(Some("win.agent-stop"));
+        let menu = gio::Menu::new();
+        let restart = gio::MenuItem::new(Some(&gettext("_Restart")), None);
+        restart.set_action_and_target_value(Some("win.agent-restart"), Some(&target));
+        menu.append_item(&restart);
+        let logs = gio::MenuItem::new(Some(&gettext("Show _Logs")), None);
+        logs.set_action_and_target_value(Some("win.agent-logs"), Some(&target));
+        menu.append_item(&logs);
+        imp.menu_button.set_menu_model(Some(&menu));
+        let handler = agent.connect_notify_local(
+            None,
+            glib::clone!(
+                #[weak(rename_to = row)]
+                self,
+                move |agent, _| row.refresh(agent)
+            ),
+        );
+        imp.bound.replace(Some((agent.clone(), handler)));
+        self.refresh(agent);
+    }
+
+    pub fn unbind(&self) {
+        if let Some((agent, handler)) = self.imp().bound.take() {
+            agent.disconnect(handler);
+        }
+    }
+
+    fn refresh(&self, agent: &AgentObject) {
+        let imp = self.imp();
+        let title = agent.title();
+        imp.icon.set_icon_name(Some(&agent.icon()));
+        imp.title.set_label(&title);
+        let shown = agent.shown_as();
+        imp.state.set_label(&shown);
+        let failed = agent.state() == "error";
+        if failed {
+            imp.state.add_css_class("error");
+        } else {
+            imp.state.remove_css_class("error");
+        }
+        let tooltip = match (failed, agent.description().is_empty()) {
+            (true, _) => agent.error(),
+            (false, false) => agent.description(),
+            (false, true) => String::new(),
+        };
+        self.set_tooltip_text((!tooltip.is_empty()).then_some(tooltip.as_str()));
+        imp.attention.set_visible(failed || agent.waiting());
+        imp.attention.set_tooltip_text(Some(&if failed {
+            gettext("The agent failed")
+        } else {
+            gettext("The agent waits for your answer")
+        }));
+        let running = agent.is_running();
+        imp.start_button.set_visible(!running);
+        imp.stop_button.set_visible(running);
+        let start_label = crate::i18n::gettext_f("Start {agent}", &[("agent", &title)]);
+        let stop_label = crate::i18n::gettext_f("Stop {agent}", &[("agent", &title)]);
+        crate::ui::a11y::set_label(&*imp.start_button, &start_label);
+        crate::ui::a11y::set_label(&*imp.stop_button, &stop_label);
+        crate::ui::a11y::set_label(
+            &*imp.menu_button,
+            &crate::i18n::gettext_f("More for {agent}", &[("agent", &title)]),
+        );
+        crate::ui::a11y::set_label(self, &format!("{title}, {shown}"));
+    }
+}

@@ -1,0 +1,306 @@
+//! The settings editor: the configuration file in a GtkSourceView, checked
+//! on each edit (debounced), problems underlined and listed, Save (Ctrl+S)
+//! only when valid, and Reload offered when the file changes on disk.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+use std::time::Duration;
+
+use adw::prelude::*;
+use gtk::glib;
+use sourceview5::prelude::*;
+
+use crate::core::config::Problem;
+use crate::i18n::{gettext, gettext_f};
+use crate::ui::runtime;
+use crate::ui::window::ParleyWindow;
+
+struct Editor {
+    window: adw::Window,
+    buffer: sourceview5::Buffer,
+    view: sourceview5::View,
+    save: gtk::Button,
+    problems: gtk::ListBox,
+    reload_revealer: gtk::Revealer,
+    /// The text as last loaded from or saved to the file.
+    saved: RefCell<String>,
+    pending: RefCell<Option<glib::SourceId>>,
+    generation: Cell<u64>,
+}
+
+thread_local! {
+    static OPEN: RefCell<Option<Rc<Editor>>> = const { RefCell::new(None) };
+}
+
+pub fn show(win: &ParleyWindow) {
+    if let Some(e) = OPEN.with(|o| o.borrow().clone()) {
+        e.window.present();
+        return;
+    }
+    let text = match win.core().content() {
+        Ok(t) => t,
+        Err(e) => return win.toast(&e),
+    };
+    let editor = build(win, &text);
+    OPEN.with(|o| o.replace(Some(editor.clone())));
+    editor.window.present();
+}
+
+/// Called by the bridge on `config:changed`: offers Reload when the file on
+/// disk no longer matches what the editor started from.
+pub fn file_changed(win: &ParleyWindow) {
+    let Some(e) = OPEN.with(|o| o.borrow().clone()) else {
+        return;
+    };
+    let Ok(disk) = win.core().content() else { return };
+    if disk != *e.saved.borrow() {
+        if current_text(&e) == disk {
+            e.saved.replace(disk);
+        } else {
+            e.reload_revealer.set_reveal_child(true);
+        }
+    }
+}
+
+fn current_text(e: &Editor) -> String {
+    e.buffer
+        .text(&e.buffer.start_iter(), &e.buffer.end_iter(), false)
+        .to_string()
+}
+
+fn build(win: &ParleyWindow, text: &str) -> Rc<Editor> {
+    let window = adw::Window::builder()
+        .transient_for(win)
+        .default_width(820)
+        .default_height(640)
+        .title(gettext("Configuration"))
+        .build();
+    let header = adw::HeaderBar::new();
+    let save = gtk::Button::with_mnemonic(&gettext("_Save"));
+    save.add_css_class("suggested-action");
+    save.set_tooltip_text(Some(&gettext("Save (Ctrl+S)")));
+    header.pack_end(&save);
+    let path_label = adw::WindowTitle::new(&gettext("Configuration"), &win.core().current().path);
+    header.set_title_widget(Some(&path_label));
+
+    let buffer = sourceview5::Buffer::new(None);
+    let lm = sourceview5::LanguageManager::default();
+    if let Some(l) = lm.language("json") {
+        buffer.set_language(Some(&l));
+    }
+    let apply_scheme = glib::clone!(
+        #[weak]
+        buffer,
+        move |sm: &adw::StyleManager| {
+            let name = if sm.is_dark() { "Adwaita-dark" } else { "Adwaita" };
+            if let Some(s) = sourceview5::StyleSchemeManager::default().scheme(name) {
+                buffer.set_style_scheme(Some(&s));
+            }
+        }
+    );
+    let sm = adw::StyleManager::default();
+    apply_scheme(&sm);
+    sm.connect_dark_notify(apply_scheme);
+    buffer.set_text(text);
+    let tag = gtk::TextTag::builder()
+        .name("problem")
+        .underline(gtk::pango::Underline::Error)
+        .build();
+    let warn_tag = gtk::TextTag::builder()
+        .name("warning")
+        .underline(gtk::pango::Underline::Single)
+        .build();
+    buffer.tag_table().add(&tag);
+    buffer.tag_table().add(&warn_tag);
+    let view = sourceview5::View::with_buffer(&buffer);
+    view.set_show_line_numbers(true);
+    view.set_monospace(true);
+    view.set_auto_indent(true);
+    view.set_tab_width(2);
+    view.set_insert_spaces_instead_of_tabs(true);
+    view.set_highlight_current_line(true);
+    crate::ui::a11y::set_label(&view, &gettext("Configuration text"));
+    let scroller = gtk::ScrolledWindow::builder().child(&view).vexpand(true).build();
+
+    let reload = gtk::Button::with_mnemonic(&gettext("_Reload"));
+    let banner = gtk::Box::new(gtk::Orientation::Horizontal, 12);
+    banner.add_css_class("permission-banner");
+    let banner_label = gtk::Label::new(Some(&gettext("The file was changed on disk.")));
+    banner_label.set_hexpand(true);
+    banner_label.set_xalign(0.0);
+    banner.append(&banner_label);
+    banner.append(&reload);
+    let reload_revealer = gtk::Revealer::builder().child(&banner).build();
+
+    let problems = gtk::ListBox::new();
+    problems.add_css_class("boxed-list");
+    problems.set_selection_mode(gtk::SelectionMode::None);
+    crate::ui::a11y::set_label(&problems, &gettext("Problems"));
+    let problems_scroller = gtk::ScrolledWindow::builder()
+        .child(&problems)
+        .max_content_height(160)
+        .propagate_natural_height(true)
+        .margin_start(12)
+        .margin_end(12)
+        .margin_top(6)
+        .margin_bottom(12)
+        .build();
+
+    let content = gtk::Box::new(gtk::Orientation::Vertical, 0);
+    content.append(&header);
+    content.append(&reload_revealer);
+    content.append(&scroller);
+    content.append(&problems_scroller);
+    window.set_content(Some(&content));
+
+    let editor = Rc::new(Editor {
+        window: window.clone(),
+        buffer: buffer.clone(),
+        view,
+        save: save.clone(),
+        problems,
+        reload_revealer,
+        saved: RefCell::new(text.to_owned()),
+        pending: RefCell::new(None),
+        generation: Cell::new(0),
+    });
+
+    let core = win.core().clone();
+    let weak = Rc::downgrade(&editor);
+    buffer.connect_changed(move |_| {
+        let Some(e) = weak.upgrade() else { return };
+        e.save.set_sensitive(false);
+        if let Some(id) = e.pending.take() {
+            id.remove();
+        }
+        let weak = Rc::downgrade(&e);
+        let core = core.clone();
+        let id = glib::timeout_add_local_once(Duration::from_millis(250), move || {
+            let Some(e) = weak.upgrade() else { return };
+            e.pending.take();
+            validate_now(&e, &core);
+        });
+        e.pending.replace(Some(id));
+    });
+    validate_now(&editor, win.core());
+
+    let do_save = {
+        let weak = Rc::downgrade(&editor);
+        let win = win.downgrade();
+        move || {
+            let (Some(e), Some(win)) = (weak.upgrade(), win.upgrade()) else {
+                return;
+            };
+            if !e.save.is_sensitive() {
+                return;
+            }
+            let text = current_text(&e);
+            let core = win.core().clone();
+            let saved_text = text.clone();
+            runtime::call(async move { core.save(&text) }, move |r| match r {
+                Ok(problems) if problems.is_empty() => {
+                    e.saved.replace(saved_text);
+                    e.reload_revealer.set_reveal_child(false);
+                    win.toast(&gettext("Configuration saved"));
+                }
+                Ok(problems) => show_problems(&e, &problems),
+                Err(err) => win.toast(&err),
+            });
+        }
+    };
+    let s1 = do_save.clone();
+    save.connect_clicked(move |_| s1());
+    let shortcuts = gtk::ShortcutController::new();
+    shortcuts.set_scope(gtk::ShortcutScope::Managed);
+    let s2 = do_save.clone();
+    shortcuts.add_shortcut(gtk::Shortcut::new(
+        gtk::ShortcutTrigger::parse_string("<Control>s"),
+        Some(gtk::CallbackAction::new(move |_, _| {
+            s2();
+            glib::Propagation::Stop
+        })),
+    ));
+    window.add_controller(shortcuts);
+
+    let weak = Rc::downgrade(&editor);
+    let win_weak = win.downgrade();
+    reload.connect_clicked(move |_| {
+        let (Some(e), Some(win)) = (weak.upgrade(), win_weak.upgrade()) else {
+            return;
+        };
+        if let Ok(text) = win.core().content() {
+            e.saved.replace(text.clone());
+            e.buffer.set_text(&text);
+        }
+        e.reload_revealer.set_reveal_child(false);
+    });
+    window.connect_close_request(|_| {
+        OPEN.with(|o| o.replace(None));
+        glib::Propagation::Proceed
+    });
+    editor
+}
+
+fn validate_now(e: &Rc<Editor>, core: &crate::core::services::Core) {
+    let text = current_text(e);
+    let generation = e.generation.get() + 1;
+    e.generation.set(generation);
+    let core = core.clone();
+    let weak = Rc::downgrade(e);
+    runtime::call(async move { core.validate(&text) }, move |problems| {
+        let Some(e) = weak.upgrade() else { return };
+        if e.generation.get() == generation {
+            show_problems(&e, &problems);
+        }
+    });
+}
+
+fn show_problems(e: &Rc<Editor>, problems: &[Problem]) {
+    let buffer = &e.buffer;
+    buffer.remove_tag_by_name("problem", &buffer.start_iter(), &buffer.end_iter());
+    buffer.remove_tag_by_name("warning", &buffer.start_iter(), &buffer.end_iter());
+    while let Some(row) = e.problems.first_child() {
+        e.problems.remove(&row);
+    }
+    let errors = problems.iter().filter(|p| !p.warning).count();
+    e.save.set_sensitive(errors == 0);
+    for p in problems {
+        let line = (p.line.saturating_sub(1)) as i32;
+        let col = (p.column.saturating_sub(1)) as i32;
+        if let Some(start) = buffer.iter_at_line_offset(line, col) {
+            let mut end = start;
+            if !end.ends_line() {
+                end.forward_to_line_end();
+            }
+            if start == end {
+                end.forward_char();
+            }
+            buffer.apply_tag_by_name(if p.warning { "warning" } else { "problem" }, &start, &end);
+        }
+        let row = adw::ActionRow::builder()
+            .title(glib::markup_escape_text(&p.message).as_str())
+            .subtitle(gettext_f(
+                "Line {line}, column {column}",
+                &[("line", &p.line.to_string()), ("column", &p.column.to_string())],
+            ))
+            .activatable(true)
+            .build();
+        row.add_prefix(&gtk::Image::from_icon_name(if p.warning {
+            "dialog-warning-symbolic"
+        } else {
+            "dialog-error-symbolic"
+        }));
+        let weak = Rc::downgrade(e);
+        let (line, col) = (line, col);
+        row.connect_activated(move |_| {
+            let Some(e) = weak.upgrade() else { return };
+            if let Some(mut it) = e.buffer.iter_at_line_offset(line, col) {
+                e.buffer.place_cursor(&it);
+                e.view.scroll_to_iter(&mut it, 0.2, false, 0.0, 0.0);
+                e.view.grab_focus();
+            }
+        });
+        e.problems.append(&row);
+    }
+    e.problems.set_visible(!problems.is_empty());
+}
