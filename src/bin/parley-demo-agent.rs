@@ -40,7 +40,8 @@ Prompt keywords (the prompt's first word):
                        max_turn_requests or refusal
   wait                 stream slowly until session/cancel (stopReason cancelled)
   crash                stream a little, then exit with status 3 mid-turn
-  permission           ask for permission; the answer decides what follows
+  permission [N]       ask for permission N times; each answer is shown
+  unknown-request      send Parley a request of an unknown method
   fs-read PATH         ask Parley to read PATH and show the answer
   fs-write PATH TEXT   ask Parley to write TEXT to PATH and show the answer
   usage USED SIZE      report context usage
@@ -150,14 +151,14 @@ async fn main() {
         used: AtomicU64::new(1200),
         cwd: Mutex::new(String::new()),
     });
-    if agent.mode("exit-at-start").is_some() {
-        eprintln!("demo: exiting at start, as asked (exit-at-start)");
-        std::process::exit(3);
-    }
     if let Some(k) = agent.mode("stderr").and_then(|k| k.parse::<usize>().ok()) {
         for i in 1..=k {
             eprintln!("demo: stderr line {i}");
         }
+    }
+    if agent.mode("exit-at-start").is_some() {
+        eprintln!("demo: exiting at start, as asked (exit-at-start)");
+        std::process::exit(3);
     }
     if agent.mode("ignore-term").is_some() {
         // SAFETY: setting a signal disposition to ignore is always sound.
@@ -168,7 +169,7 @@ async fn main() {
     if agent.mode("child-ignores-term").is_some() {
         let spawned = std::process::Command::new("/bin/sh")
             .arg("-c")
-            .arg("trap '' TERM; while :; do sleep 1; done")
+            .arg("trap '' TERM; exec sleep 1000000")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .spawn();
@@ -393,11 +394,28 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
             std::process::exit(3);
         }
         "permission" => {
-            let answer = ask_permission(&agent, &sid, "perm-tool", "Delete build artefacts", "delete").await;
+            for i in 0..num(1, 1) {
+                if agent.is_cancelled(&sid) {
+                    break;
+                }
+                let tool = format!("perm-tool-{i}");
+                let answer = ask_permission(&agent, &sid, &tool, "Delete build artefacts", "delete").await;
+                agent.chunk(
+                    &sid,
+                    "agent_message_chunk",
+                    &format!("permission answer: {answer}. "),
+                );
+            }
+            "end_turn".to_string()
+        }
+        "unknown-request" => {
+            let answer = agent
+                .request("telepathy/read_mind", json!({"sessionId": sid}))
+                .await;
             agent.chunk(
                 &sid,
                 "agent_message_chunk",
-                &format!("permission answer: {answer}"),
+                &format!("unknown-request result: {answer}"),
             );
             "end_turn".to_string()
         }

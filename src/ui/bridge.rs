@@ -90,7 +90,13 @@ pub fn apply(win: &ParleyWindow, batch: Vec<Event>) {
             Event::MessageUpdated(u) => {
                 let Some(store) = open(&u.agent) else { continue };
                 match find_message(&store, &u.message.id) {
-                    Some((_, m)) => {
+                    Some((i, m)) => {
+                        let was_queued = m.message().is_some_and(|old| old.queued);
+                        if was_queued && !u.message.queued && u.message.error.is_none() {
+                            // Sent now: it moves after the answer it waited for.
+                            store.remove(i);
+                            store.append(&m);
+                        }
                         m.replace(u.message);
                         if dirty_ids.insert(m.id()) {
                             dirty.push(m);

@@ -31,7 +31,8 @@ struct PendingPermission {
 struct Conv {
     messages: Vec<Message>,
     busy: bool,
-    queue: VecDeque<usize>,
+    /// Ids of the queued user messages, oldest first.
+    queue: VecDeque<String>,
     usage: Usage,
     commands: Vec<Command>,
     permissions: Vec<PendingPermission>,
@@ -143,7 +144,7 @@ impl Chat {
             c.messages.push(message.clone());
             let start = !c.busy;
             if c.busy {
-                c.queue.push_back(c.messages.len() - 1);
+                c.queue.push_back(id.clone());
             }
             c.busy = true;
             self.emit_message(&message);
@@ -166,11 +167,13 @@ impl Chat {
             let mut convs = lock(&self.inner.convs);
             let Some(c) = convs.get_mut(&agent) else { return };
             match c.queue.pop_front() {
-                Some(i) => {
-                    if let Some(m) = c.messages.get_mut(i) {
+                Some(id) => {
+                    // Sent now: it moves after the answer it waited for.
+                    if let Some(i) = c.messages.iter().rposition(|m| m.id == id) {
+                        let mut m = c.messages.remove(i);
                         m.queued = false;
                         text = m.text();
-                        let m = m.clone();
+                        c.messages.push(m.clone());
                         self.emit_message(&m);
                     }
                     self.emit_turn(&agent, c);
@@ -236,8 +239,8 @@ impl Chat {
                 }
             }
         };
-        let session = match session {
-            Some(s) => s,
+        let (session, early) = match session {
+            Some(s) => (s, Vec::new()),
             None => match self.open_session(agent, conn, generation).await {
                 Ok(s) => s,
                 Err(e) => {
@@ -256,6 +259,10 @@ impl Chat {
             m = c.messages[c.messages.len() - 1].clone();
         }
         self.emit_message(&m);
+        // Updates that came before session/new answered, in their order.
+        for (sid, update) in early {
+            self.apply_update(agent, &sid, update);
+        }
         Some(match calls::prompt(conn, &session, text).await {
             Ok(r) => TurnEnd::Stop(message::wire_name(&r.stop_reason)),
             Err(calls::CallError::Rpc(RpcError::Closed(reason))) => {
@@ -270,12 +277,14 @@ impl Chat {
         })
     }
 
+    /// Opens the ACP session; returns it with the updates that arrived for
+    /// it before the answer, to apply once the turn's message exists.
     async fn open_session(
         &self,
         agent: &str,
         conn: &crate::core::acp::Connection,
         generation: u64,
-    ) -> Result<acp::SessionId, String> {
+    ) -> Result<(acp::SessionId, Vec<(String, acp::SessionUpdate)>), String> {
         let def = self.inner.supervisor.definition(agent);
         let cwd = def.as_ref().map(|d| d.working_dir()).unwrap_or_default();
         let mut servers = Vec::new();
@@ -289,30 +298,28 @@ impl Chat {
             }
         }
         let result = calls::new_session(conn, &cwd, servers).await;
-        let mut convs = lock(&self.inner.convs);
-        let c = convs.entry(agent.to_owned()).or_default();
-        c.opening_session = false;
-        let early = std::mem::take(&mut c.early);
-        let r = match result {
-            Err(e) => Err(e.to_string()),
-            Ok(r) => {
-                let restarted = c.had_session;
-                c.session = Some((r.session_id.clone(), generation));
-                c.had_session = true;
-                drop(convs);
-                if restarted {
-                    self.system_message(agent, "agent-restarted", None);
+        let restarted = {
+            let mut convs = lock(&self.inner.convs);
+            let c = convs.entry(agent.to_owned()).or_default();
+            c.opening_session = false;
+            let early = std::mem::take(&mut c.early);
+            match result {
+                Err(e) => return Err(e.to_string()),
+                Ok(r) => {
+                    let restarted = c.had_session;
+                    c.session = Some((r.session_id.clone(), generation));
+                    c.had_session = true;
+                    let sid = r.session_id.to_string();
+                    let early: Vec<_> = early.into_iter().filter(|(s, _)| *s == sid).collect();
+                    (restarted, r.session_id, early)
                 }
-                // Updates that came before the answer, in their order.
-                for (sid, update) in early {
-                    if sid == r.session_id.to_string() {
-                        self.apply_update(agent, &sid, update);
-                    }
-                }
-                return Ok(r.session_id);
             }
         };
-        r
+        let (restarted, sid, early) = restarted;
+        if restarted {
+            self.system_message(agent, "agent-restarted", None);
+        }
+        Ok((sid, early))
     }
 
     fn finish_current(&self, agent: &str, end: TurnEnd) {
@@ -356,8 +363,9 @@ impl Chat {
             c.cancelling = true;
             let pending: Vec<PendingPermission> = c.permissions.drain(..).collect();
             let mut dropped = Vec::new();
-            for i in c.queue.drain(..) {
-                if let Some(m) = c.messages.get_mut(i) {
+            let queued: Vec<String> = c.queue.drain(..).collect();
+            for id in queued {
+                if let Some(m) = c.messages.iter_mut().rev().find(|m| m.id == id) {
                     m.queued = false;
                     m.error = Some("cancelled".into());
                     dropped.push(m.clone());

@@ -485,7 +485,7 @@ mod tests {
     #[test]
     fn table_of_invalid_files() {
         let cases: &[(&str, usize, usize, &str, bool)] = &[
-            ("{\n  \"theme\": \"dark\",,\n}", 2, 18, "syntax error", false),
+            ("{\n  \"theme\": \"dark\",,\n}", 2, 19, "syntax error", false),
             ("{\n  \"agents\": {}\n}", 2, 13, "agents: expected array", false),
             ("{\n  \"theme\": \"pink\"\n}", 2, 12, "theme: must be one of", false),
             ("{\"agents\": [\n  {\"name\": \"a\"}\n]}", 2, 3, "agents[0]: the key \"command\" is required", false),

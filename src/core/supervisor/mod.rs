@@ -516,16 +516,6 @@ impl Supervisor {
         }
     }
 
-    fn path_dirs(def: &AgentDef) -> Vec<PathBuf> {
-        let path = def
-            .env
-            .get("PATH")
-            .cloned()
-            .or_else(|| std::env::var("PATH").ok())
-            .unwrap_or_default();
-        std::env::split_paths(&path).collect()
-    }
-
     async fn spawn_and_handshake(
         &self,
         def: &AgentDef,
@@ -542,7 +532,8 @@ impl Supervisor {
                 None,
             ));
         }
-        let dirs = Self::path_dirs(def);
+        let dirs =
+            crate::core::config::validate::command_search_path(def.env.get("PATH").map(String::as_str));
         let program = process::resolve_program(&def.command, &cwd, &dirs).ok_or_else(|| {
             let searched = std::env::join_paths(&dirs)
                 .map(|p| p.to_string_lossy().into_owned())

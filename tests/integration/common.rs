@@ -1,0 +1,192 @@
+//! The test harness: a core on a temp configuration, and waiting for events.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use parley::core::events::{Event, EventReceiver};
+use parley::core::services::{Core, Options};
+use parley::core::supervisor::lifecycle::AgentState;
+use parley::core::supervisor::Timings;
+use serde_json::{json, Value};
+
+pub fn demo() -> &'static str {
+    env!("CARGO_BIN_EXE_parley-demo-agent")
+}
+
+pub fn cli() -> &'static str {
+    env!("CARGO_BIN_EXE_parley-cli")
+}
+
+/// An agent entry running the demo agent with `PARLEY_DEMO_MODE=mode`.
+pub fn agent(name: &str, mode: &str) -> Value {
+    json!({"name": name, "command": demo(), "env": {"PARLEY_DEMO_MODE": mode}})
+}
+
+pub fn config_text(agents: &[Value], max_running: u32, idle: &str) -> String {
+    serde_json::to_string_pretty(&json!({
+        "limits": {"maxRunningAgents": max_running, "stopIdleAgentsAfter": idle},
+        "agents": agents,
+    }))
+    .unwrap_or_default()
+}
+
+pub fn fast() -> Timings {
+    let mut t = Timings::default();
+    t.handshake_timeout = Duration::from_secs(3);
+    t.stop.eof_grace = Duration::from_millis(800);
+    t.stop.term_grace = Duration::from_millis(600);
+    t.idle_check = Duration::from_millis(200);
+    t
+}
+
+pub struct Harness {
+    pub core: Core,
+    pub rx: EventReceiver,
+    pub seen: Vec<Event>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Harness {
+    pub fn path(&self) -> PathBuf {
+        self.dir.path().join("config.json")
+    }
+
+    pub fn new(agents: &[Value]) -> Self {
+        Self::with(&config_text(agents, 4, "0"), fast(), false)
+    }
+
+    pub fn with(text: &str, timings: Timings, watch: bool) -> Self {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, text).expect("write config");
+        let (core, rx) = Core::new(Options {
+            config_path: Some(path),
+            timings,
+            spawn_prefix: Vec::new(),
+            watch,
+        })
+        .expect("core");
+        // The initial states are history: waits look at what comes after.
+        let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        Harness { core, rx, seen, dir }
+    }
+
+    /// Waits for an event matching `pred` (events before it are kept in `seen`).
+    pub async fn wait_for(&mut self, what: &str, limit: Duration, pred: impl Fn(&Event) -> bool) -> Event {
+        let deadline = Instant::now() + limit;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match tokio::time::timeout(left, self.rx.recv()).await {
+                Ok(Ok(e)) => {
+                    self.seen.push(e.clone());
+                    if pred(&e) {
+                        return e;
+                    }
+                }
+                _ => panic!(
+                    "timed out after {limit:?} waiting for {what}; saw {:#?}",
+                    self.tail()
+                ),
+            }
+        }
+    }
+
+    fn tail(&self) -> Vec<String> {
+        let skip = self.seen.len().saturating_sub(25);
+        self.seen[skip..]
+            .iter()
+            .map(|e| {
+                serde_json::to_string(e)
+                    .unwrap_or_default()
+                    .chars()
+                    .take(300)
+                    .collect()
+            })
+            .collect()
+    }
+
+    pub async fn wait_state(&mut self, agent: &str, state: AgentState) -> Option<String> {
+        let agent_name = agent.to_owned();
+        match self
+            .wait_for(
+                &format!("{agent} {state:?}"),
+                Duration::from_secs(20),
+                move |e| matches!(e, Event::AgentState(s) if s.agent == agent_name && s.state == state),
+            )
+            .await
+        {
+            Event::AgentState(s) => s.error,
+            _ => None,
+        }
+    }
+
+    /// Waits for the end of the agent's turn.
+    pub async fn wait_idle(&mut self, agent: &str) {
+        let a = agent.to_owned();
+        self.wait_for(
+            &format!("{agent} idle"),
+            Duration::from_secs(30),
+            move |e| matches!(e, Event::TurnChanged(t) if t.agent == a && !t.busy),
+        )
+        .await;
+    }
+
+    /// The states an agent went through, in order.
+    pub fn states(&self, agent: &str) -> Vec<AgentState> {
+        self.seen
+            .iter()
+            .filter_map(|e| match e {
+                Event::AgentState(s) if s.agent == agent => Some(s.state),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// Processes whose environment holds `marker` (zombies have none).
+pub fn processes_with(marker: &str) -> Vec<i32> {
+    let needle = marker.as_bytes();
+    let mut out = Vec::new();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for entry in dir.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
+            continue;
+        };
+        if let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) {
+            if env.windows(needle.len()).any(|w| w == needle) {
+                out.push(pid);
+            }
+        }
+    }
+    out
+}
+
+/// Waits (polling) until no process carries `marker`; returns those left.
+pub async fn wait_no_processes(marker: &str, limit: Duration) -> Vec<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = processes_with(marker);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+pub fn unique(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    )
+}
+
+#[allow(dead_code)]
+pub fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_default()
+}

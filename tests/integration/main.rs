@@ -1,0 +1,11 @@
+//! Integration tests: real agent processes (the demo agent in its scripted
+//! modes), real files in temp dirs, the services and parley-cli as users
+//! and scripts drive them. One test binary, several modules.
+
+mod acp;
+mod chat;
+mod cli;
+mod common;
+mod config;
+mod processes;
+mod supervisor;

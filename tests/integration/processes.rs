@@ -1,0 +1,164 @@
+//! The stop sequence, timed, and no orphan ever: after Stop, after quit, and
+//! after Parley itself is killed with SIGKILL.
+
+use std::io::{BufRead, Write};
+use std::time::{Duration, Instant};
+
+use parley::core::supervisor::lifecycle::AgentState::*;
+use parley::core::supervisor::Timings;
+use serde_json::json;
+
+use crate::common::*;
+
+fn marked(name: &str, mode: &str, marker: &str) -> serde_json::Value {
+    json!({"name": name, "command": demo(), "env": {"PARLEY_DEMO_MODE": mode, "PARLEY_TEST_MARKER": marker}})
+}
+
+/// The spec's durations (5 s, 3 s), not shortened.
+fn spec_timings() -> Timings {
+    let mut t = Timings::default();
+    t.idle_check = Duration::from_secs(3600);
+    t
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_exits_on_end_of_input_goes_without_signals() {
+    let marker = unique("eof");
+    let mut h = Harness::with(
+        &config_text(&[marked("a", "", &marker)], 4, "0"),
+        spec_timings(),
+        false,
+    );
+    h.core.supervisor.start("a").await.expect("start");
+    let began = Instant::now();
+    h.core.supervisor.stop("a").await.expect("stop");
+    let took = began.elapsed();
+    assert!(
+        took < Duration::from_secs(2),
+        "took {took:?}: no SIGTERM was needed"
+    );
+    assert!(h
+        .core
+        .supervisor
+        .logs("a")
+        .expect("logs")
+        .contains(&"demo: end of input".to_string()));
+    assert!(processes_with(&marker).is_empty());
+    h.wait_state("a", Stopped).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_ignores_end_of_input_gets_sigterm_after_5_seconds() {
+    let marker = unique("term");
+    let mut h = Harness::with(
+        &config_text(&[marked("a", "ignore-eof", &marker)], 4, "0"),
+        spec_timings(),
+        false,
+    );
+    h.core.supervisor.start("a").await.expect("start");
+    let began = Instant::now();
+    h.core.supervisor.stop("a").await.expect("stop");
+    let took = began.elapsed();
+    assert!(
+        took >= Duration::from_secs(5) && took < Duration::from_secs(7),
+        "took {took:?}"
+    );
+    assert!(processes_with(&marker).is_empty());
+    h.wait_state("a", Stopped).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_and_its_child_that_ignore_sigterm_are_killed_after_8_seconds() {
+    let marker = unique("kill");
+    let mode = "ignore-eof,ignore-term,child-ignores-term";
+    let mut h = Harness::with(
+        &config_text(&[marked("a", mode, &marker)], 4, "0"),
+        spec_timings(),
+        false,
+    );
+    h.core.supervisor.start("a").await.expect("start");
+    let pgid = h.core.supervisor.process_group("a").expect("pgid");
+    assert_eq!(processes_with(&marker).len(), 2, "the agent and its child");
+    assert_eq!(parley::core::supervisor::process::group_members(pgid).len(), 2);
+    let began = Instant::now();
+    h.core.supervisor.stop("a").await.expect("stop");
+    let took = began.elapsed();
+    assert!(
+        took >= Duration::from_secs(8) && took < Duration::from_secs(10),
+        "took {took:?}"
+    );
+    assert!(processes_with(&marker).is_empty(), "the child is gone too");
+    assert!(parley::core::supervisor::process::group_members(pgid).is_empty());
+    h.wait_state("a", Stopped).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quitting_stops_every_agent_in_parallel() {
+    let marker = unique("quit");
+    let agents = [
+        marked("a", "ignore-eof", &marker),
+        marked("b", "ignore-eof,child-ignores-term", &marker),
+    ];
+    let mut t = fast();
+    t.stop.eof_grace = Duration::from_secs(2);
+    let h = Harness::with(&config_text(&agents, 4, "0"), t, false);
+    h.core.supervisor.start("a").await.expect("a");
+    h.core.supervisor.start("b").await.expect("b");
+    assert_eq!(processes_with(&marker).len(), 3);
+    let began = Instant::now();
+    h.core.shutdown().await;
+    let took = began.elapsed();
+    // In parallel: one grace period (2 s), not two.
+    assert!(took < Duration::from_millis(3500), "took {took:?}");
+    assert!(processes_with(&marker).is_empty());
+}
+
+/// Parley (here `parley-cli serve`) killed with SIGKILL leaves nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn no_orphan_after_parley_is_killed() {
+    let marker = unique("sigkill");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.json");
+    let mode = "ignore-eof,ignore-term,child-ignores-term";
+    std::fs::write(
+        &config,
+        config_text(&[marked("a", mode, &marker), marked("b", "", &marker)], 4, "0"),
+    )
+    .expect("write");
+    let mut serve = std::process::Command::new(cli())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("parley-cli serve");
+    let mut stdin = serve.stdin.take().expect("stdin");
+    let stdout = serve.stdout.take().expect("stdout");
+    writeln!(
+        stdin,
+        r#"{{"id": 1, "method": "AgentService.Start", "params": ["a"]}}"#
+    )
+    .expect("write");
+    writeln!(
+        stdin,
+        r#"{{"id": 2, "method": "AgentService.Start", "params": ["b"]}}"#
+    )
+    .expect("write");
+    let mut answers = 0;
+    for line in std::io::BufReader::new(stdout).lines() {
+        let line = line.expect("line");
+        if line.starts_with(r#"{"id":"#) {
+            assert!(line.contains(r#""result":null"#), "{line}");
+            answers += 1;
+            if answers == 2 {
+                break;
+            }
+        }
+    }
+    assert_eq!(processes_with(&marker).len(), 3, "two agents and a child");
+    serve.kill().expect("SIGKILL");
+    let _ = serve.wait();
+    let left = wait_no_processes(&marker, Duration::from_secs(3)).await;
+    assert!(left.is_empty(), "orphans left: {left:?}");
+}
