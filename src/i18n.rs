@@ -27,6 +27,13 @@ pub fn fill(text: &str, args: &[(&str, &str)]) -> String {
     out
 }
 
+/// Where the `.mo` files are: set by meson at build time, the system's
+/// locale directory otherwise.
+pub const LOCALEDIR: &str = match option_env!("PARLEY_LOCALEDIR") {
+    Some(d) => d,
+    None => "/usr/share/locale",
+};
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -37,10 +44,3 @@ mod tests {
         );
     }
 }
-
-/// Where the `.mo` files are: set by meson at build time, the system's
-/// locale directory otherwise.
-pub const LOCALEDIR: &str = match option_env!("PARLEY_LOCALEDIR") {
-    Some(d) => d,
-    None => "/usr/share/locale",
-};

@@ -1,7 +1,31 @@
 //! `parley`: the window.
 
+use std::path::PathBuf;
+
+/// The configuration's `language`, read before anything is translated.
+fn configured_language() -> Option<String> {
+    let file = std::env::args()
+        .nth(1)
+        .filter(|a| !a.starts_with('-'))
+        .map(PathBuf::from);
+    let (path, _) = parley::core::config::store::initial_path(file);
+    let text = std::fs::read_to_string(path).ok()?;
+    let language = parley::core::config::validate::validate(&text).config?.language;
+    (!language.trim().is_empty()).then(|| language.trim().to_owned())
+}
+
 fn main() -> gtk::glib::ExitCode {
     parley::logging::init();
+    if let Some(language) = configured_language() {
+        // gettext honours LANGUAGE unless the locale is plain "C".
+        std::env::set_var("LANGUAGE", &language);
+        if std::env::var("LANG")
+            .map(|l| l.is_empty() || l == "C" || l == "POSIX")
+            .unwrap_or(true)
+        {
+            std::env::set_var("LC_ALL", "C.UTF-8");
+        }
+    }
     parley::i18n::init(parley::i18n::LOCALEDIR);
     gtk::glib::set_application_name(&parley::i18n::gettext("Parley"));
     parley::ui::application::run()

@@ -50,7 +50,8 @@ pub fn apply_theme(theme: Theme) {
     adw::StyleManager::default().set_color_scheme(scheme);
 }
 
-fn load_css() {
+/// The app's stylesheet, compiled into the binary.
+pub fn load_css() {
     let provider = gtk::CssProvider::new();
     provider.load_from_data(include_str!("style.css"));
     if let Some(display) = gtk::gdk::Display::default() {
@@ -221,7 +222,7 @@ fn setup_actions(app: &adw::Application) {
     add_action(
         app,
         "answer-permission",
-        Some(&glib::VariantTy::new("(ss)").unwrap_or(glib::VariantTy::ANY)),
+        Some(glib::VariantTy::new("(ss)").unwrap_or(glib::VariantTy::ANY)),
         |app, p| {
             if let (Some(w), Some((id, option))) = (window(app), p.and_then(|p| p.get::<(String, String)>()))
             {
@@ -308,11 +309,41 @@ pub fn notify(
     }
 }
 
+/// `parley [FILE.json] [--open-configuration]`: in the running instance if
+/// there is one (GApplication forwards the command line to it).
+fn command_line(app: &adw::Application, cl: &gio::ApplicationCommandLine) -> glib::ExitCode {
+    let path = cl
+        .arguments()
+        .iter()
+        .skip(1)
+        .map(|a| cl.create_file_for_arg(a))
+        .find_map(|f| f.path());
+    let existed = window(app).is_some();
+    if let Some(w) = ensure_window(app, path.clone()) {
+        if let (true, Some(p)) = (existed, path) {
+            open_config(&w, p);
+        }
+        gtk::prelude::GtkWindowExt::present(&w);
+        if cl.options_dict().contains("open-configuration") {
+            choose(&w);
+        }
+    }
+    glib::ExitCode::SUCCESS
+}
+
 pub fn run() -> glib::ExitCode {
     let app = adw::Application::builder()
         .application_id(APP_ID)
-        .flags(gio::ApplicationFlags::HANDLES_OPEN)
+        .flags(gio::ApplicationFlags::HANDLES_COMMAND_LINE)
         .build();
+    app.add_main_option(
+        "open-configuration",
+        glib::Char::from(0),
+        glib::OptionFlags::NONE,
+        glib::OptionArg::None,
+        &gettext("Choose a configuration file to open"),
+        None,
+    );
     app.connect_startup(|app| {
         load_css();
         setup_actions(app);
@@ -323,18 +354,7 @@ pub fn run() -> glib::ExitCode {
             gtk::prelude::GtkWindowExt::present(&w);
         }
     });
-    app.connect_open(|app, files, _| {
-        let path = files.first().and_then(|f| f.path());
-        let existed = window(app).is_some();
-        if let Some(w) = ensure_window(app, path.clone()) {
-            if existed {
-                if let Some(p) = path {
-                    open_config(&w, p);
-                }
-            }
-            gtk::prelude::GtkWindowExt::present(&w);
-        }
-    });
+    app.connect_command_line(command_line);
     app.connect_shutdown(|_| {
         // Quitting stops every agent with the spec's sequence, and waits.
         if let Some(core) = CORE.with(|c| c.borrow_mut().take()) {

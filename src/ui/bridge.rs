@@ -47,6 +47,7 @@ pub fn apply(win: &ParleyWindow, batch: Vec<Event>) {
     let mut dirty_ids: HashSet<String> = HashSet::new();
     let mut refresh_agents = false;
     let mut header = false;
+    let mut follow = false;
     let selected = win.selected_agent();
     let open = |agent: &str| -> Option<gio::ListStore> {
         // Conversations never shown are loaded whole when first shown.
@@ -88,6 +89,7 @@ pub fn apply(win: &ParleyWindow, batch: Vec<Event>) {
                 }
             }
             Event::MessageUpdated(u) => {
+                follow |= selected.as_deref() == Some(&u.agent);
                 let Some(store) = open(&u.agent) else { continue };
                 match find_message(&store, &u.message.id) {
                     Some((i, m)) => {
@@ -111,6 +113,7 @@ pub fn apply(win: &ParleyWindow, batch: Vec<Event>) {
                 }
             }
             Event::MessageDelta(d) => {
+                follow |= selected.as_deref() == Some(&d.agent);
                 let Some(store) = open(&d.agent) else { continue };
                 if let Some((_, m)) = find_message(&store, &d.message_id) {
                     m.apply_delta(d.index, d.kind, d.text.as_deref(), d.part.as_ref());
@@ -172,5 +175,8 @@ pub fn apply(win: &ParleyWindow, batch: Vec<Event>) {
     }
     if header {
         win.update_header();
+    }
+    if follow {
+        win.follow_conversation();
     }
 }

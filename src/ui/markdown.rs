@@ -98,11 +98,7 @@ pub fn render(md: &str) -> Vec<Block> {
                         out.push('\n');
                     }
                 }
-                TagEnd::Item => {
-                    if !out.ends_with('\n') {
-                        out.push('\n');
-                    }
-                }
+                TagEnd::Item if !out.ends_with('\n') => out.push('\n'),
                 TagEnd::BlockQuote(_) => out.push_str("</i>\n"),
                 TagEnd::TableCell => out.push_str("</tt>  │  "),
                 TagEnd::TableHead => out.push_str("</b>\n"),

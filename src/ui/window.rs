@@ -15,7 +15,8 @@ use crate::ui::models::{AgentObject, MessageObject};
 use crate::ui::runtime;
 use crate::ui::widgets::{AgentRow, MessageRow};
 
-mod imp {
+#[doc(hidden)]
+pub mod imp {
     use super::*;
 
     #[derive(Default, gtk::CompositeTemplate)]
@@ -393,17 +394,23 @@ impl ParleyWindow {
                 item.set_child(Some(&MessageRow::new()));
             }
         });
-        factory.connect_bind(|_, item| {
-            let Some(item) = item.downcast_ref::<gtk::ListItem>() else {
-                return;
-            };
-            if let (Some(row), Some(m)) = (
-                item.child().and_downcast::<MessageRow>(),
-                item.item().and_downcast::<MessageObject>(),
-            ) {
-                row.bind(&m);
+        factory.connect_bind(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, item| {
+                let Some(item) = item.downcast_ref::<gtk::ListItem>() else {
+                    return;
+                };
+                if let (Some(row), Some(m)) = (
+                    item.child().and_downcast::<MessageRow>(),
+                    item.item().and_downcast::<MessageObject>(),
+                ) {
+                    let agent = m.message().map(|m| m.agent).unwrap_or_default();
+                    let title = win.agent(&agent).map(|a| a.title()).unwrap_or(agent);
+                    row.bind(&m, &title);
+                }
             }
-        });
+        ));
         factory.connect_unbind(|_, item| {
             let Some(item) = item.downcast_ref::<gtk::ListItem>() else {
                 return;
@@ -437,6 +444,33 @@ impl ParleyWindow {
     pub fn scroll_to_bottom(&self) {
         let adj = self.imp().messages_scroller.vadjustment();
         adj.set_value(adj.upper() - adj.page_size());
+    }
+
+    /// Keeps the newest message in view while it grows, unless the user
+    /// scrolled up to read.
+    pub fn follow_conversation(&self) {
+        if !self.imp().stick_to_bottom.get() {
+            return;
+        }
+        let Some(agent) = self.selected_agent() else {
+            return;
+        };
+        let n = self.conversation(&agent).n_items();
+        if n > 0 {
+            // Row heights are known only once laid out: bring the last row
+            // in, then go to the very end after the next layout.
+            let _ = WidgetExt::activate_action(
+                &*self.imp().messages_view,
+                "list.scroll-to-item",
+                Some(&(n - 1).to_variant()),
+            );
+            let weak = self.downgrade();
+            glib::idle_add_local_once(move || {
+                if let Some(win) = weak.upgrade() {
+                    win.scroll_to_bottom();
+                }
+            });
+        }
     }
 
     // ---- permissions ----

@@ -87,8 +87,7 @@ fn send_prints_every_event_with_the_spec_names_and_exits_by_stop_reason() {
     assert!(delta["payload"]["messageId"].is_string());
     let done = events
         .iter()
-        .filter(|e| e["event"] == "message:updated" && e["payload"]["message"]["role"] == "agent")
-        .last()
+        .rfind(|e| e["event"] == "message:updated" && e["payload"]["message"]["role"] == "agent")
         .expect("the answer");
     assert_eq!(done["payload"]["message"]["stopReason"], "end_turn");
     assert!(done["payload"]["message"]["createdAt"].is_string());
@@ -250,8 +249,7 @@ fn serve_answers_each_call_once_and_stops_everything_at_end_of_input() {
     );
     let last_state = lines
         .iter()
-        .filter(|l| l["event"] == "agent:state")
-        .last()
+        .rfind(|l| l["event"] == "agent:state")
         .expect("states");
     assert_eq!(last_state["payload"]["state"], "stopped");
 }

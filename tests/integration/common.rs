@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use parley::core::events::{Event, EventReceiver};
 use parley::core::services::{Core, Options};
 use parley::core::supervisor::lifecycle::AgentState;
+use parley::core::supervisor::process::StopTimings;
 use parley::core::supervisor::Timings;
 use serde_json::{json, Value};
 
@@ -31,12 +32,14 @@ pub fn config_text(agents: &[Value], max_running: u32, idle: &str) -> String {
 }
 
 pub fn fast() -> Timings {
-    let mut t = Timings::default();
-    t.handshake_timeout = Duration::from_secs(3);
-    t.stop.eof_grace = Duration::from_millis(800);
-    t.stop.term_grace = Duration::from_millis(600);
-    t.idle_check = Duration::from_millis(200);
-    t
+    Timings {
+        handshake_timeout: Duration::from_secs(3),
+        stop: StopTimings {
+            eof_grace: Duration::from_millis(800),
+            term_grace: Duration::from_millis(600),
+        },
+        idle_check: Duration::from_millis(200),
+    }
 }
 
 pub struct Harness {

@@ -16,9 +16,10 @@ fn marked(name: &str, mode: &str, marker: &str) -> serde_json::Value {
 
 /// The spec's durations (5 s, 3 s), not shortened.
 fn spec_timings() -> Timings {
-    let mut t = Timings::default();
-    t.idle_check = Duration::from_secs(3600);
-    t
+    Timings {
+        idle_check: Duration::from_secs(3600),
+        ..Timings::default()
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -206,7 +206,7 @@ enum StartStep {
     Done(Result<(), String>),
     Wait { was_starting: bool },
     Evict(String),
-    Spawn(AgentDef, u64, Arc<Mutex<VecDeque<String>>>),
+    Spawn(Box<AgentDef>, u64, Arc<Mutex<VecDeque<String>>>),
 }
 
 impl Supervisor {
@@ -361,7 +361,7 @@ impl Supervisor {
                     self.stop_with(&other, Trigger::LeastRecentlyUsed).await?;
                 }
                 StartStep::Spawn(def, generation, logs) => {
-                    return self.run_start(def, generation, logs).await;
+                    return self.run_start(*def, generation, logs).await;
                 }
             }
         }
@@ -417,7 +417,7 @@ impl Supervisor {
         e.error = None;
         e.stop_pending = false;
         e.generation += 1;
-        let step = StartStep::Spawn(e.def.clone(), e.generation, e.logs.clone());
+        let step = StartStep::Spawn(Box::new(e.def.clone()), e.generation, e.logs.clone());
         let snapshot = Entry::info(e);
         drop(t);
         self.emit_info(&snapshot);

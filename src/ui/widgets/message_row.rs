@@ -26,6 +26,7 @@ mod imp {
         #[template_child]
         pub footer: TemplateChild<gtk::Label>,
         pub bound: RefCell<Option<(MessageObject, glib::SignalHandlerId)>>,
+        pub agent_title: RefCell<String>,
     }
 
     #[glib::object_subclass]
@@ -207,8 +208,9 @@ impl MessageRow {
         glib::Object::new()
     }
 
-    pub fn bind(&self, m: &MessageObject) {
+    pub fn bind(&self, m: &MessageObject, agent_title: &str) {
         self.unbind();
+        self.imp().agent_title.replace(agent_title.to_owned());
         let handler = m.connect_revision_notify(glib::clone!(
             #[weak(rename_to = row)]
             self,
@@ -241,7 +243,7 @@ impl MessageRow {
         }
         imp.role.set_label(&match msg.role {
             Role::User => gettext("You"),
-            Role::Agent => msg.agent.clone(),
+            Role::Agent => imp.agent_title.borrow().clone(),
             Role::System => gettext("Parley"),
         });
         while let Some(child) = imp.parts.first_child() {
