@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs ACP agents that nobody here wrote, for the tests, into a cache
+# outside the repository: the Python SDK's example echo agent (from PyPI).
+# Prints SKIP with the reason when the registry cannot be reached; the tests
+# that need an agent then skip with that reason too.
+set -uo pipefail
+
+cache="${PARLEY_TEST_AGENTS:-${XDG_CACHE_HOME:-$HOME/.cache}/parley-test-agents}"
+version=0.12.1
+venv="$cache/python-sdk"
+mkdir -p "$cache"
+
+if [ ! -f "$venv/agent-script" ]; then
+  rm -rf "$venv"
+  tmp=$(mktemp -d)
+  if python3 -m venv "$venv" \
+    && "$venv/bin/pip" install -q "agent-client-protocol==$version" \
+    && "$venv/bin/pip" download -q --no-deps --no-binary :all: "agent-client-protocol==$version" -d "$tmp" \
+    && tar xzf "$tmp"/agent_client_protocol-*.tar.gz -C "$tmp"; then
+    cp "$tmp/agent_client_protocol-$version/examples/echo_agent.py" "$venv/echo_agent.py"
+    echo "$venv/echo_agent.py" > "$venv/agent-script"
+    echo "Installed the Python ACP SDK $version and its echo agent in $venv"
+  else
+    rm -rf "$venv"
+    echo "SKIP: the Python ACP SDK could not be installed from PyPI (no registry?)"
+  fi
+  rm -rf "$tmp"
+fi
+echo "$cache"

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The README's second command: install what is missing and run every test:
+# the meson checks (desktop file, metainfo, GSettings schema), then all cargo
+# tests (unit, integration with real agent processes, and the window's tests
+# under Xvfb with a D-Bus session bus). Ends with cargo's own summary lines
+# and one total.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+build-aux/install-deps.sh || exit 1
+[ -d "$HOME/.cargo/bin" ] && export PATH="$HOME/.cargo/bin:$PATH"
+
+PARLEY_TEST_AGENTS=$(build-aux/install-test-agents.sh | tail -n 1)
+export PARLEY_TEST_AGENTS
+
+echo "== meson: setup, compile, test"
+builddir=target/meson
+if [ -f "$builddir/build.ninja" ]; then
+  meson setup --reconfigure "$builddir" >/dev/null || exit 1
+else
+  meson setup "$builddir" >/dev/null || exit 1
+fi
+meson compile -C "$builddir" >/dev/null || { echo "meson compile failed"; exit 1; }
+meson test -C "$builddir" --print-errorlogs || exit 1
+
+echo "== cargo test (UI tests under Xvfb)"
+export GSK_RENDERER=cairo GSETTINGS_BACKEND=memory NO_AT_BRIDGE=1
+log=$(mktemp)
+xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
+  cargo test --all-targets --color never 2>&1 | grep -v "^dbus-daemon\[" | tee "$log"
+status=${PIPESTATUS[0]}
+passed=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
+failed=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')
+rm -f "$log"
+echo "total: $passed passed, $failed failed"
+exit "$status"
