@@ -304,10 +304,13 @@ fn serve(args: &[String]) -> ExitCode {
                 out.line(&answer.to_string(), true);
             });
         }
-        // End of input: stop every agent with the spec's sequence, then exit.
-        core.shutdown().await;
+        // End of input: every call still gets its answer (a start ends
+        // within the handshake timeout), then every agent is stopped with
+        // the spec's sequence, then Parley exits.
+        let limit = core.supervisor.timings().handshake_timeout + std::time::Duration::from_secs(10);
+        let _ = tokio::time::timeout(limit, async { while calls.join_next().await.is_some() {} }).await;
         calls.abort_all();
-        while calls.join_next().await.is_some() {}
+        core.shutdown().await;
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         printer.abort();
         while let Ok(e) = rx.try_recv() {

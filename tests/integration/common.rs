@@ -123,6 +123,24 @@ impl Harness {
         }
     }
 
+    /// Waits until `AgentService.List` shows the agent in `state` (for when
+    /// several agents change at once and event order is not fixed).
+    pub async fn wait_listed(&self, agent: &str, state: AgentState) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if self
+                .core
+                .agent_list()
+                .iter()
+                .any(|a| a.name == agent && a.state == state)
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("{agent} never became {state:?}: {:?}", self.core.agent_list());
+    }
+
     /// Waits for the end of the agent's turn.
     pub async fn wait_idle(&mut self, agent: &str) {
         let a = agent.to_owned();

@@ -151,11 +151,11 @@ async fn the_least_recently_used_idle_agent_makes_room() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_start_is_refused_when_every_running_agent_is_busy() {
     let text = config_text(&[agent("a", ""), agent("b", ""), agent("c", "")], 2, "0");
-    let mut h = Harness::with(&text, fast(), false);
+    let h = Harness::with(&text, fast(), false);
     h.core.chat.send("a", "wait").expect("a");
     h.core.chat.send("b", "wait").expect("b");
-    h.wait_state("a", Busy).await;
-    h.wait_state("b", Busy).await;
+    h.wait_listed("a", Busy).await;
+    h.wait_listed("b", Busy).await;
     let err = h.core.supervisor.start("c").await.expect_err("refused");
     assert_eq!(
         err,

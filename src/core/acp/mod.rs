@@ -9,6 +9,8 @@
 pub mod calls;
 pub mod connection;
 pub mod fs;
+#[cfg(test)]
+mod fuzz;
 pub mod lines;
 
 pub use connection::{Connection, Handler, Responder, RpcError};

@@ -17,7 +17,6 @@ use crate::core::events::{
     self, Event, EventSender, MessageDelta, MessageUpdated, PermissionRequest, PermissionResolved,
     TurnChanged, UsageChanged,
 };
-use crate::core::supervisor::lifecycle::AgentState;
 use crate::core::supervisor::{AgentClient, Supervisor};
 use crate::i18n::{gettext, gettext_f};
 use message::{Command, Message, Part, PermissionOption, Role, ToolCall, Usage};
@@ -267,11 +266,12 @@ impl Chat {
             Ok(r) => TurnEnd::Stop(message::wire_name(&r.stop_reason)),
             Err(calls::CallError::Rpc(RpcError::Closed(reason))) => {
                 // The process ended: the supervisor's error says how.
-                let info = self.inner.supervisor.list().into_iter().find(|a| a.name == agent);
-                TurnEnd::Error(match info {
-                    Some(a) if a.state == AgentState::Error => a.error.unwrap_or(reason),
-                    _ => reason,
-                })
+                let settled = self
+                    .inner
+                    .supervisor
+                    .settled_error(agent, generation, std::time::Duration::from_secs(3))
+                    .await;
+                TurnEnd::Error(settled.unwrap_or(reason))
             }
             Err(e) => TurnEnd::Error(e.to_string()),
         })
@@ -374,6 +374,14 @@ impl Chat {
             self.emit_turn(agent, c);
             (pending, dropped, c.session.clone())
         };
+        // session/cancel first: the agent then knows why its permission
+        // requests come back "cancelled" (ACP's order).
+        if let (Some((sid, generation)), Some((conn, g))) = (session, self.inner.supervisor.connection(agent))
+        {
+            if g == generation {
+                calls::cancel(&conn, &sid);
+            }
+        }
         for p in pending {
             p.responder
                 .respond(Ok(serde_json::json!({"outcome": {"outcome": "cancelled"}})));
@@ -384,12 +392,6 @@ impl Chat {
         }
         for m in &dropped {
             self.emit_message(m);
-        }
-        if let (Some((sid, generation)), Some((conn, g))) = (session, self.inner.supervisor.connection(agent))
-        {
-            if g == generation {
-                calls::cancel(&conn, &sid);
-            }
         }
         Ok(())
     }

@@ -1046,6 +1046,28 @@ impl Handler for AgentHandler {
 }
 
 impl Supervisor {
+    /// After a connection ended: waits (up to `limit`) until the supervisor
+    /// has settled what happened to that process, and returns the agent's
+    /// error, if it ended in one. The exit status arrives a moment after the
+    /// pipes close.
+    pub async fn settled_error(&self, name: &str, generation: u64, limit: Duration) -> Option<String> {
+        let mut changed = self.shared.changed.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            {
+                let mut t = lock(&self.shared.table);
+                match t.find_gen(name, generation) {
+                    Some(e) if e.state == AgentState::Error => return e.error.clone(),
+                    Some(e) if e.running.is_some() && !e.stopping => {}
+                    _ => return None,
+                }
+            }
+            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
+                return None;
+            }
+        }
+    }
+
     /// Adds a line of Parley's own to an agent's log (`agent:log`).
     pub fn log(&self, name: &str, line: String) {
         let logs = {
