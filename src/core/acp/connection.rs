@@ -241,11 +241,13 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
     let text = reason
         .clone()
         .unwrap_or_else(|| "the agent closed its output".into());
+    // The handler (the supervisor) hears it first, so whoever sees the
+    // connection closed afterwards finds its account already recorded.
+    handler.closed(reason);
     inner.closed.send_replace(Some(text.clone()));
     for (_, tx) in lock(&inner.pending).drain() {
         let _ = tx.send(Err(RpcError::Closed(text.clone())));
     }
-    handler.closed(reason);
 }
 
 fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {

@@ -1062,7 +1062,10 @@ impl Supervisor {
                     _ => return None,
                 }
             }
-            if tokio::time::timeout_at(deadline, changed.changed()).await.is_err() {
+            if tokio::time::timeout_at(deadline, changed.changed())
+                .await
+                .is_err()
+            {
                 return None;
             }
         }
