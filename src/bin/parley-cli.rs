@@ -133,8 +133,13 @@ fn runtime() -> tokio::runtime::Runtime {
 }
 
 fn print_event(out: &Out, e: &Event, flush: bool) {
-    if let Ok(text) = serde_json::to_string(e) {
-        out.line(&text, flush);
+    // Straight into the buffered writer: no string per event.
+    let mut w = out.inner.lock().unwrap_or_else(|e| e.into_inner());
+    if serde_json::to_writer(&mut *w, e).is_ok() {
+        let _ = w.write_all(b"\n");
+    }
+    if flush {
+        let _ = w.flush();
     }
 }
 

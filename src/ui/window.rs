@@ -70,6 +70,7 @@ pub mod imp {
         pub selected: RefCell<Option<String>>,
         pub stick_to_bottom: std::cell::Cell<bool>,
         pub settings: OnceCell<Option<gio::Settings>>,
+        pub completion: OnceCell<std::rc::Rc<crate::ui::widgets::slash_completion::SlashCompletion>>,
     }
 
     #[glib::object_subclass]
@@ -573,6 +574,14 @@ impl ParleyWindow {
 
     fn setup_composer(&self) {
         let imp = self.imp();
+        let weak = self.downgrade();
+        let completion =
+            crate::ui::widgets::slash_completion::SlashCompletion::attach(&imp.composer_text, move || {
+                weak.upgrade()
+                    .and_then(|win| win.selected_agent().map(|a| win.core().chat.commands(&a)))
+                    .unwrap_or_default()
+            });
+        let _ = imp.completion.set(completion);
         let keys = gtk::EventControllerKey::new();
         keys.connect_key_pressed(glib::clone!(
             #[weak(rename_to = win)]
@@ -580,6 +589,9 @@ impl ParleyWindow {
             #[upgrade_or]
             glib::Propagation::Proceed,
             move |_, key, _, state| {
+                if win.imp().completion.get().is_some_and(|c| c.key(key)) {
+                    return glib::Propagation::Stop;
+                }
                 match key {
                     gdk::Key::Return | gdk::Key::KP_Enter
                         if !state.contains(gdk::ModifierType::SHIFT_MASK) =>

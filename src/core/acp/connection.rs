@@ -10,6 +10,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use agent_client_protocol_schema::v1::SessionNotification;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
@@ -61,9 +63,12 @@ impl RpcError {
 /// What the agent sends us, dispatched in arrival order by the reader task.
 /// Calls must be quick: they run on the reader task.
 pub trait Handler: Send + Sync + 'static {
-    fn notification(&self, method: &str, params: Value);
+    fn notification(&self, method: &str, params: &RawValue);
+    /// A `session/update` notification, decoded in the same pass as its
+    /// line (the hot path while an agent streams).
+    fn session_update(&self, update: SessionNotification);
     /// A request from the agent; answer through `responder`, now or later.
-    fn request(&self, method: &str, params: Value, responder: Responder);
+    fn request(&self, method: &str, params: &RawValue, responder: Responder);
     /// Something worth the agent's log: a skipped line, an ignored message.
     fn log(&self, line: String);
     /// The connection ended; `reason` is `None` at a clean end of input.
@@ -254,9 +259,17 @@ fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(v @ Value::Object(_)) => v,
-        _ => {
+    // Fast path: a session update, decoded in one pass. Anything else
+    // (including an update Parley cannot decode) takes the general path.
+    if let Ok(update) = serde_json::from_slice::<UpdateLine<'_>>(line) {
+        if update.method == "session/update" && update.id.is_none() {
+            handler.session_update(update.params);
+            return;
+        }
+    }
+    let envelope: Envelope<'_> = match serde_json::from_slice(line) {
+        Ok(e) => e,
+        Err(_) => {
             // Agents print banners and progress on stdout; skip, but say so.
             let shown = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
             handler.log(format!(
@@ -265,16 +278,15 @@ fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
             return;
         }
     };
-    let method = value.get("method").and_then(Value::as_str).map(str::to_owned);
-    let id = value.get("id").cloned().filter(|v| !v.is_null());
-    match (method, id) {
+    let id = envelope.id.filter(|v| !v.is_null());
+    let params = envelope.params.unwrap_or(RawValue::NULL);
+    match (envelope.method, id) {
         (Some(method), Some(id)) => {
             let responder = Responder {
                 id,
                 out: inner.out.clone(),
                 answered: false,
             };
-            let params = value.get("params").cloned().unwrap_or(Value::Null);
             if method.starts_with('_') {
                 responder.respond(Err(RpcError::remote(
                     METHOD_NOT_FOUND,
@@ -289,7 +301,6 @@ fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
                 tracing::debug!("ignored extension notification {method}");
                 return;
             }
-            let params = value.get("params").cloned().unwrap_or(Value::Null);
             handler.notification(&method, params);
         }
         (None, Some(id)) => {
@@ -297,8 +308,8 @@ fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
                 handler.log(format!("parley: an answer with an unknown id {id} was ignored"));
                 return;
             };
-            let result = if let Some(err) = value.get("error") {
-                Err(RpcError::Remote {
+            let result = match envelope.error {
+                Some(err) => Err(RpcError::Remote {
                     code: err.get("code").and_then(Value::as_i64).unwrap_or(INTERNAL_ERROR),
                     message: err
                         .get("message")
@@ -306,9 +317,11 @@ fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
                         .unwrap_or("unknown error")
                         .to_owned(),
                     data: err.get("data").cloned(),
-                })
-            } else {
-                Ok(value.get("result").cloned().unwrap_or(Value::Null))
+                }),
+                None => Ok(envelope
+                    .result
+                    .and_then(|r| serde_json::from_str(r.get()).ok())
+                    .unwrap_or(Value::Null)),
             };
             match lock(&inner.pending).remove(&num) {
                 Some(tx) => {
@@ -323,4 +336,31 @@ fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
             handler.log("parley: skipped a JSON line that is neither a call nor an answer".into())
         }
     }
+}
+
+/// A `session/update` notification line, decoded whole in one pass.
+#[derive(serde::Deserialize)]
+struct UpdateLine<'a> {
+    #[serde(borrow)]
+    method: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    id: Option<serde::de::IgnoredAny>,
+    params: SessionNotification,
+}
+
+/// The JSON-RPC envelope. `params` and `result` stay unparsed text until
+/// whoever knows their type reads them: a session update is decoded once,
+/// straight from the line, into the protocol's own type.
+#[derive(serde::Deserialize)]
+struct Envelope<'a> {
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default, borrow)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    params: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    result: Option<&'a RawValue>,
+    #[serde(default)]
+    error: Option<Value>,
 }

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::connection::{Connection, Handler, Responder};
@@ -38,10 +37,13 @@ struct Counting {
 }
 
 impl Handler for Counting {
-    fn notification(&self, _method: &str, _params: Value) {
+    fn notification(&self, _method: &str, _params: &serde_json::value::RawValue) {
         self.notifications.fetch_add(1, Ordering::Relaxed);
     }
-    fn request(&self, _method: &str, _params: Value, responder: Responder) {
+    fn session_update(&self, _update: agent_client_protocol_schema::v1::SessionNotification) {
+        self.notifications.fetch_add(1, Ordering::Relaxed);
+    }
+    fn request(&self, _method: &str, _params: &serde_json::value::RawValue, responder: Responder) {
         self.requests.fetch_add(1, Ordering::Relaxed);
         drop(responder); // answered with an error on drop
     }

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use agent_client_protocol_schema::v1 as acp;
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::core::acp::{calls, Responder, RpcError};
@@ -459,6 +460,14 @@ impl Chat {
         })
     }
 
+    /// The agent's slash commands (from `available_commands_update`).
+    pub fn commands(&self, agent: &str) -> Vec<Command> {
+        lock(&self.inner.convs)
+            .get(agent)
+            .map(|c| c.commands.clone())
+            .unwrap_or_default()
+    }
+
     /// Forgets every conversation (another configuration was opened).
     pub fn forget_all(&self) {
         lock(&self.inner.convs).clear();
@@ -616,8 +625,8 @@ impl Chat {
         }));
     }
 
-    fn permission_request(&self, agent: &str, params: Value, responder: Responder) {
-        let req: acp::RequestPermissionRequest = match serde_json::from_value(params) {
+    fn permission_request(&self, agent: &str, params: &RawValue, responder: Responder) {
+        let req: acp::RequestPermissionRequest = match serde_json::from_str(params.get()) {
             Ok(r) => r,
             Err(e) => {
                 responder.respond(Err(RpcError::remote(
@@ -726,6 +735,24 @@ fn target_message<'a>(
     (i, &mut c.messages[i])
 }
 
+/// Names what was wrong with a session update that did not decode: an
+/// unknown kind, or an unknown content block type (never dropped silently).
+fn describe_bad_update(params: &RawValue, e: &serde_json::Error) -> String {
+    let raw: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
+    let update = &raw["update"];
+    let kind = update.get("sessionUpdate").and_then(Value::as_str).unwrap_or("?");
+    match update
+        .get("content")
+        .and_then(|c| c.get("type"))
+        .and_then(Value::as_str)
+    {
+        Some(t) if !matches!(t, "text" | "image" | "audio" | "resource_link" | "resource") => {
+            format!("an unknown content block type {t} in a {kind} update")
+        }
+        _ => format!("an unknown or malformed session update {kind} ({e})"),
+    }
+}
+
 /// The supervisor's view of the conversations.
 struct ChatClient(std::sync::Weak<ChatInner>);
 
@@ -736,7 +763,7 @@ impl ChatClient {
 }
 
 impl AgentClient for ChatClient {
-    fn notification(&self, agent: &str, method: &str, params: Value) {
+    fn notification(&self, agent: &str, method: &str, params: &RawValue) {
         let Some(chat) = self.chat() else { return };
         if method != "session/update" {
             chat.inner
@@ -744,26 +771,11 @@ impl AgentClient for ChatClient {
                 .log(agent, format!("parley: ignored an unknown notification {method}"));
             return;
         }
-        let session_id = params
-            .get("sessionId")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let raw = params.get("update").cloned().unwrap_or(Value::Null);
-        match serde_json::from_value::<acp::SessionUpdate>(raw.clone()) {
-            Ok(update) => chat.apply_update(agent, &session_id, update),
+        // The hot path: decoded once, straight from the agent's line.
+        match serde_json::from_str::<acp::SessionNotification>(params.get()) {
+            Ok(n) => chat.apply_update(agent, &n.session_id.to_string(), n.update),
             Err(e) => {
-                let kind = raw.get("sessionUpdate").and_then(Value::as_str).unwrap_or("?");
-                let what = match raw
-                    .get("content")
-                    .and_then(|c| c.get("type"))
-                    .and_then(Value::as_str)
-                {
-                    Some(t) if !matches!(t, "text" | "image" | "audio" | "resource_link" | "resource") => {
-                        format!("an unknown content block type {t} in a {kind} update")
-                    }
-                    _ => format!("an unknown or malformed session update {kind} ({e})"),
-                };
+                let what = describe_bad_update(params, &e);
                 tracing::warn!(agent, "{what}");
                 chat.inner
                     .supervisor
@@ -772,7 +784,13 @@ impl AgentClient for ChatClient {
         }
     }
 
-    fn request(&self, agent: &str, method: &str, params: Value, responder: Responder) {
+    fn session_update(&self, agent: &str, n: acp::SessionNotification) {
+        if let Some(chat) = self.chat() {
+            chat.apply_update(agent, &n.session_id.to_string(), n.update);
+        }
+    }
+
+    fn request(&self, agent: &str, method: &str, params: &RawValue, responder: Responder) {
         match self.chat() {
             Some(chat) if method == "session/request_permission" => {
                 chat.permission_request(agent, params, responder)

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
@@ -81,8 +82,9 @@ impl Timings {
 
 /// Where a running agent's session traffic goes (the conversations).
 pub trait AgentClient: Send + Sync + 'static {
-    fn notification(&self, agent: &str, method: &str, params: Value);
-    fn request(&self, agent: &str, method: &str, params: Value, responder: Responder);
+    fn notification(&self, agent: &str, method: &str, params: &RawValue);
+    fn session_update(&self, agent: &str, update: agent_client_protocol_schema::v1::SessionNotification);
+    fn request(&self, agent: &str, method: &str, params: &RawValue, responder: Responder);
     /// The agent's connection is gone (stopped, crashed, broken).
     fn disconnected(&self, agent: &str, reason: &str);
 }
@@ -972,13 +974,13 @@ impl AgentHandler {
         self.supervisor.upgrade().map(|shared| Supervisor { shared })
     }
 
-    fn fs_request(&self, method: &str, params: Value) -> Result<Value, RpcError> {
+    fn fs_request(&self, method: &str, params: &RawValue) -> Result<Value, RpcError> {
         use agent_client_protocol_schema::v1 as schema;
         let invalid = |e: serde_json::Error| RpcError::remote(acp::connection::INVALID_PARAMS, e.to_string());
         let denied = |e: acp::fs::FsError| RpcError::remote(acp::connection::INTERNAL_ERROR, e.to_string());
         match method {
             "fs/read_text_file" => {
-                let req: schema::ReadTextFileRequest = serde_json::from_value(params).map_err(invalid)?;
+                let req: schema::ReadTextFileRequest = serde_json::from_str(params.get()).map_err(invalid)?;
                 let content = self
                     .fs
                     .read(Path::new(&req.path), req.line, req.limit)
@@ -986,7 +988,8 @@ impl AgentHandler {
                 Ok(serde_json::json!({ "content": content }))
             }
             _ => {
-                let req: schema::WriteTextFileRequest = serde_json::from_value(params).map_err(invalid)?;
+                let req: schema::WriteTextFileRequest =
+                    serde_json::from_str(params.get()).map_err(invalid)?;
                 self.fs
                     .write(Path::new(&req.path), &req.content)
                     .map_err(denied)?;
@@ -997,14 +1000,20 @@ impl AgentHandler {
 }
 
 impl Handler for AgentHandler {
-    fn notification(&self, method: &str, params: Value) {
+    fn notification(&self, method: &str, params: &RawValue) {
         match self.supervisor().and_then(|s| s.client()) {
             Some(client) => client.notification(&self.agent, method, params),
             None => tracing::debug!(agent = self.agent, method, "notification with no client"),
         }
     }
 
-    fn request(&self, method: &str, params: Value, responder: Responder) {
+    fn session_update(&self, update: agent_client_protocol_schema::v1::SessionNotification) {
+        if let Some(client) = self.supervisor().and_then(|s| s.client()) {
+            client.session_update(&self.agent, update);
+        }
+    }
+
+    fn request(&self, method: &str, params: &RawValue, responder: Responder) {
         match method {
             "fs/read_text_file" | "fs/write_text_file" => {
                 let result = self.fs_request(method, params);

@@ -26,6 +26,8 @@ struct Editor {
     saved: RefCell<String>,
     pending: RefCell<Option<glib::SourceId>>,
     generation: Cell<u64>,
+    /// (start offset, end offset, message) of each underlined problem.
+    marks: RefCell<Vec<(i32, i32, String)>>,
 }
 
 thread_local! {
@@ -180,7 +182,38 @@ fn build(win: &ParleyWindow, text: &str) -> Rc<Editor> {
         saved: RefCell::new(text.to_owned()),
         pending: RefCell::new(None),
         generation: Cell::new(0),
+        marks: RefCell::new(Vec::new()),
     });
+
+    // The underlined problems explain themselves on hover.
+    editor.view.set_has_tooltip(true);
+    let weak = Rc::downgrade(&editor);
+    editor
+        .view
+        .connect_query_tooltip(move |view, x, y, keyboard, tooltip| {
+            let Some(e) = weak.upgrade() else { return false };
+            let iter = if keyboard {
+                e.buffer.iter_at_mark(&e.buffer.get_insert())
+            } else {
+                let (bx, by) = view.window_to_buffer_coords(gtk::TextWindowType::Widget, x, y);
+                match view.iter_at_location(bx, by) {
+                    Some(it) => it,
+                    None => return false,
+                }
+            };
+            let offset = iter.offset();
+            let marks = e.marks.borrow();
+            let found: Vec<&str> = marks
+                .iter()
+                .filter(|(s, end, _)| *s <= offset && offset < *end)
+                .map(|(_, _, m)| m.as_str())
+                .collect();
+            if found.is_empty() {
+                return false;
+            }
+            tooltip.set_text(Some(&found.join("\n")));
+            true
+        });
 
     let core = win.core().clone();
     let weak = Rc::downgrade(&editor);
@@ -279,6 +312,7 @@ fn show_problems(e: &Rc<Editor>, problems: &[Problem]) {
     while let Some(row) = e.problems.first_child() {
         e.problems.remove(&row);
     }
+    let mut marks = Vec::new();
     let errors = problems.iter().filter(|p| !p.warning).count();
     e.save.set_sensitive(errors == 0);
     for p in problems {
@@ -293,6 +327,7 @@ fn show_problems(e: &Rc<Editor>, problems: &[Problem]) {
                 end.forward_char();
             }
             buffer.apply_tag_by_name(if p.warning { "warning" } else { "problem" }, &start, &end);
+            marks.push((start.offset(), end.offset(), p.message.clone()));
         }
         let row = adw::ActionRow::builder()
             .title(glib::markup_escape_text(&p.message).as_str())
@@ -320,4 +355,5 @@ fn show_problems(e: &Rc<Editor>, problems: &[Problem]) {
         e.problems.append(&row);
     }
     e.problems.set_visible(!problems.is_empty());
+    e.marks.replace(marks);
 }

@@ -1,0 +1,216 @@
+//! Core benchmarks: each figure is a ratio to a floor measured in the same
+//! run (absolute times on shared machines drift). Run: `cargo bench --bench core`.
+//!
+//! - validate: `Validate` on a 1,000-agent configuration; floor: serde_json
+//!   parsing the same text.
+//! - ingest: the demo agent floods 100,000 chunks of 40 bytes through the core
+//!   (events serialised as parley-cli prints them, into a sink); floor:
+//!   serde_json parsing the same 100,000 lines from memory.
+//! - start: `Start` → `ready` minus the demo agent's own spawn + handshake,
+//!   measured by hand over pipes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use parley::core::events::Event;
+use parley::core::services::{Core, Options};
+use serde_json::{json, Value};
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+fn demo() -> String {
+    // Benches run from target/release/deps; the demo agent is one level up.
+    let exe = std::env::current_exe().expect("exe");
+    let dir = exe.parent().and_then(|d| d.parent()).expect("target dir");
+    dir.join("parley-demo-agent").display().to_string()
+}
+
+fn config_1000() -> String {
+    let agents: Vec<Value> = (0..1000)
+        .map(|i| {
+            json!({"name": format!("agent-{i}"), "title": format!("Agent {i}"), "description": "A benchmark agent",
+                   "command": if i % 2 == 0 { "sh" } else { "/bin/true" }, "args": ["--acp"], "env": {"A": "1"}, "cwd": "~"})
+        })
+        .collect();
+    serde_json::to_string_pretty(
+        &json!({"theme": "system", "limits": {"maxRunningAgents": 4}, "agents": agents}),
+    )
+    .unwrap_or_default()
+}
+
+fn bench_validate() -> (Duration, Duration) {
+    let text = config_1000();
+    let floor = median(
+        (0..30)
+            .map(|_| {
+                let t = Instant::now();
+                let v: Value = serde_json::from_str(&text).expect("json");
+                std::hint::black_box(v);
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let ours = median(
+        (0..30)
+            .map(|_| {
+                let t = Instant::now();
+                let v = parley::core::config::validate::validate(&text);
+                assert!(v.valid());
+                std::hint::black_box(v);
+                t.elapsed()
+            })
+            .collect(),
+    );
+    (ours, floor)
+}
+
+fn flood_lines(n: usize, m: usize) -> Vec<String> {
+    let body: String = "lorem *ipsum* `dolor` sit amet, consectetur "
+        .chars()
+        .cycle()
+        .take(m)
+        .collect();
+    (0..n)
+        .map(|i| {
+            let mut chunk = body.clone();
+            chunk.replace_range(m - 8.., &format!("{:07}\n", i % 10_000_000));
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "demo-session-1",
+                "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": chunk}}}})
+            .to_string()
+        })
+        .collect()
+}
+
+fn core_with(
+    dir: &std::path::Path,
+    agents: Value,
+) -> (tokio::runtime::Runtime, Core, parley::core::events::EventReceiver) {
+    let path = dir.join("config.json");
+    std::fs::write(&path, json!({"agents": agents}).to_string()).expect("write");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (core, rx) = {
+        let _g = rt.enter();
+        Core::new(Options {
+            config_path: Some(path),
+            watch: false,
+            ..Default::default()
+        })
+        .expect("core")
+    };
+    (rt, core, rx)
+}
+
+fn bench_ingest(n: usize) -> (Duration, Duration) {
+    let lines = flood_lines(n, 40);
+    let t = Instant::now();
+    for l in &lines {
+        let v: Value = serde_json::from_str(l).expect("json");
+        std::hint::black_box(v);
+    }
+    let floor = t.elapsed();
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (rt, core, rx) = core_with(dir.path(), json!([{"name": "demo", "command": demo()}]));
+    let ours = rt.block_on(async {
+        core.supervisor.start("demo").await.expect("start");
+        while rx.try_recv().is_ok() {}
+        let mut sink = std::io::BufWriter::new(std::io::sink());
+        let t = Instant::now();
+        core.chat.send("demo", &format!("flood {n} 40")).expect("send");
+        while let Ok(e) = rx.recv().await {
+            let _ = serde_json::to_writer(&mut sink, &e);
+            let _ = sink.write_all(b"\n");
+            if matches!(&e, Event::TurnChanged(t) if !t.busy) {
+                break;
+            }
+        }
+        let took = t.elapsed();
+        core.shutdown().await;
+        took
+    });
+    (ours, floor)
+}
+
+fn raw_handshake() -> Duration {
+    let t = Instant::now();
+    let mut child = Command::new(demo())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("demo");
+    let mut stdin = child.stdin.take().expect("stdin");
+    writeln!(stdin, r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":1,"clientCapabilities":{{}}}}}}"#)
+        .expect("write");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout"))
+        .read_line(&mut line)
+        .expect("read");
+    let took = t.elapsed();
+    drop(stdin);
+    let _ = child.wait();
+    took
+}
+
+fn bench_start() -> (Duration, Duration) {
+    let floor = median((0..20).map(|_| raw_handshake()).collect());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (rt, core, _rx) = core_with(dir.path(), json!([{"name": "demo", "command": demo()}]));
+    let ours = median(
+        (0..20)
+            .map(|_| {
+                rt.block_on(async {
+                    let t = Instant::now();
+                    core.supervisor.start("demo").await.expect("start");
+                    let took = t.elapsed();
+                    core.supervisor.stop("demo").await.expect("stop");
+                    took
+                })
+            })
+            .collect(),
+    );
+    (ours, floor)
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` would pass nothing useful.
+    let quick = std::env::args().any(|a| a == "--quick");
+    let n = if quick { 10_000 } else { 100_000 };
+    println!(
+        "machine: {} cores; {}",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|c| c
+                .lines()
+                .find(|l| l.starts_with("model name"))
+                .map(|l| l.to_owned()))
+            .unwrap_or_default()
+    );
+
+    // `cargo bench --bench core -- ingest` runs one figure (for profiling).
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    if run("validate") {
+        let (ours, floor) = bench_validate();
+        println!("validate  1,000 agents: {:>8.2} ms   floor (serde_json parse) {:>7.2} ms   ratio {:>5.2}   goal: < 10 ms",
+        ours.as_secs_f64() * 1e3, floor.as_secs_f64() * 1e3, ours.as_secs_f64() / floor.as_secs_f64());
+    }
+    if run("ingest") {
+        let (ours, floor) = bench_ingest(n);
+        println!("ingest  {n} chunks:  {:>8.1} ms   floor (serde_json {n} lines) {:>7.1} ms   ratio {:>5.2}   goal: ≤ 2",
+        ours.as_secs_f64() * 1e3, floor.as_secs_f64() * 1e3, ours.as_secs_f64() / floor.as_secs_f64());
+    }
+    if run("start") {
+        let (ours, floor) = bench_start();
+        println!("start     Start→ready:  {:>8.2} ms   floor (spawn + initialize by hand) {:>6.2} ms   overhead {:>5.2} ms   goal: < 5 ms",
+        ours.as_secs_f64() * 1e3, floor.as_secs_f64() * 1e3, (ours.as_secs_f64() - floor.as_secs_f64()) * 1e3);
+    }
+}
