@@ -26,4 +26,13 @@ if [ ! -f "$venv/agent-script" ]; then
   fi
   rm -rf "$tmp"
 fi
+# A real agent's handshake without credentials: Gemini CLI (from npm).
+gemini_version=0.61.0
+if [ ! -x "$cache/gemini/node_modules/.bin/gemini" ]; then
+  if command -v npm >/dev/null 2>&1 && npm install --silent --no-audit --no-fund --prefix "$cache/gemini" "@google/gemini-cli@$gemini_version" >/dev/null 2>&1; then
+    echo "Installed Gemini CLI $gemini_version in $cache/gemini"
+  else
+    echo "SKIP: Gemini CLI could not be installed (no npm, or no registry)"
+  fi
+fi
 echo "$cache"

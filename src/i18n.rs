@@ -4,10 +4,29 @@ pub use gettextrs::{gettext, ngettext};
 
 pub const DOMAIN: &str = "parley";
 
-/// Binds the text domain; `localedir` is where the `.mo` files live.
+/// Uses the configuration's `language` (e.g. `de_DE`) instead of the
+/// system's, when it is set. Call before [`init`].
+pub fn apply_language(language: Option<&str>) {
+    let Some(language) = language.map(str::trim).filter(|l| !l.is_empty()) else {
+        return;
+    };
+    std::env::set_var("LANGUAGE", language);
+    // gettext ignores LANGUAGE while the locale is plain "C".
+    let plain = |v: Result<String, std::env::VarError>| {
+        v.map(|l| l.is_empty() || l == "C" || l == "POSIX")
+            .unwrap_or(true)
+    };
+    if plain(std::env::var("LC_ALL")) && plain(std::env::var("LC_MESSAGES")) && plain(std::env::var("LANG")) {
+        std::env::set_var("LC_ALL", "C.UTF-8");
+    }
+}
+
+/// Binds the text domain; `localedir` is where the `.mo` files live
+/// (`PARLEY_LOCALEDIR` overrides it, for a build tree).
 pub fn init(localedir: &str) {
+    let localedir = std::env::var("PARLEY_LOCALEDIR").unwrap_or_else(|_| localedir.to_owned());
     let _ = gettextrs::setlocale(gettextrs::LocaleCategory::LcAll, "");
-    let _ = gettextrs::bindtextdomain(DOMAIN, localedir);
+    let _ = gettextrs::bindtextdomain(DOMAIN, localedir.as_str());
     let _ = gettextrs::bind_textdomain_codeset(DOMAIN, "UTF-8");
     let _ = gettextrs::textdomain(DOMAIN);
 }

@@ -16,16 +16,7 @@ fn configured_language() -> Option<String> {
 
 fn main() -> gtk::glib::ExitCode {
     parley::logging::init();
-    if let Some(language) = configured_language() {
-        // gettext honours LANGUAGE unless the locale is plain "C".
-        std::env::set_var("LANGUAGE", &language);
-        if std::env::var("LANG")
-            .map(|l| l.is_empty() || l == "C" || l == "POSIX")
-            .unwrap_or(true)
-        {
-            std::env::set_var("LC_ALL", "C.UTF-8");
-        }
-    }
+    parley::i18n::apply_language(configured_language().as_deref());
     parley::i18n::init(parley::i18n::LOCALEDIR);
     gtk::glib::set_application_name(&parley::i18n::gettext("Parley"));
     parley::ui::application::run()

@@ -302,7 +302,127 @@ fn dark_style(app: &adw::Application) -> Result<(), String> {
     Ok(())
 }
 
+fn slash_command_completion(app: &adw::Application) -> Result<(), String> {
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    let imp = f.win.imp();
+    // The commands arrive with the first session.
+    type_and_send(&f, "echo hi");
+    spin_until("the answer", Duration::from_secs(10), || {
+        conversation_texts(&f).iter().any(|t| t == "hi")
+    })?;
+    let completion = imp.completion.get().ok_or("no completion")?;
+    imp.composer_text.buffer().set_text("/");
+    spin(Duration::from_millis(100));
+    if completion.shown() != ["help", "plan", "flood"] {
+        return Err(format!(
+            "shown for '/': {:?}; the agent's commands: {:?}",
+            completion.shown(),
+            f.core.chat.commands("demo")
+        ));
+    }
+    save_png(&f.win, "06-slash-commands")?;
+    imp.composer_text.buffer().set_text("/fl");
+    spin(Duration::from_millis(50));
+    if completion.shown() != ["flood"] {
+        return Err(format!("shown for '/fl': {:?}", completion.shown()));
+    }
+    if !completion.key(gtk::gdk::Key::Tab) {
+        return Err("Tab did not complete".into());
+    }
+    let buffer = imp.composer_text.buffer();
+    let text = buffer.text(&buffer.start_iter(), &buffer.end_iter(), false);
+    if text != "/flood " || !completion.shown().is_empty() {
+        return Err(format!("completed to {text:?}"));
+    }
+    close(f);
+    Ok(())
+}
+
+/// In a child process (the locale is the process's): the configuration's
+/// `language` switches the window to German.
+fn german_from_the_configuration(_app: &adw::Application) -> Result<(), String> {
+    let locale = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mo_dir = locale.path().join("de/LC_MESSAGES");
+    std::fs::create_dir_all(&mo_dir).map_err(|e| e.to_string())?;
+    let po = concat!(env!("CARGO_MANIFEST_DIR"), "/po/de.po");
+    let status = std::process::Command::new("msgfmt")
+        .arg("-o")
+        .arg(mo_dir.join("parley.mo"))
+        .arg(po)
+        .status()
+        .map_err(|e| format!("msgfmt: {e}"))?;
+    if !status.success() {
+        return Err("msgfmt failed".into());
+    }
+    let out = std::process::Command::new(std::env::current_exe().map_err(|e| e.to_string())?)
+        .arg("--child-german")
+        .env("PARLEY_LOCALEDIR", locale.path())
+        .env_remove("LANGUAGE")
+        .env_remove("LC_ALL")
+        .env_remove("LC_MESSAGES")
+        .env("LANG", "C")
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if out.status.success() && text.contains("german ok") {
+        print!(
+            "{}",
+            text.lines()
+                .filter(|l| l.contains("screenshot"))
+                .map(|l| format!("{l}\n"))
+                .collect::<String>()
+        );
+        Ok(())
+    } else {
+        Err(format!(
+            "the child said: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+fn child_german() -> Result<(), String> {
+    let text = demo_config(true).replacen("{\n", "{\n  \"language\": \"de_DE\",\n", 1);
+    let language = parley::core::config::validate::validate(&text)
+        .config
+        .ok_or("invalid config")?
+        .language;
+    parley::i18n::apply_language(Some(&language));
+    parley::i18n::init(parley::i18n::LOCALEDIR);
+    gtk::init().map_err(|e| e.to_string())?;
+    adw::init().map_err(|e| e.to_string())?;
+    let app = adw::Application::new(
+        Some("io.github.parley.ParleyTestDe"),
+        gtk::gio::ApplicationFlags::NON_UNIQUE,
+    );
+    app.register(gtk::gio::Cancellable::NONE)
+        .map_err(|e| e.to_string())?;
+    let _hold = app.hold();
+    parley::ui::application::load_css();
+    let f = open_window(&app, &text)?;
+    let shown = texts(f.win.upcast_ref());
+    for expected in ["Agenten", "Kein Gespräch ausgewählt", "angehalten"] {
+        if !shown.iter().any(|t| t == expected) {
+            return Err(format!("{expected:?} not shown; shown: {shown:?}"));
+        }
+    }
+    save_png(&f.win, "07-german")?;
+    close(f);
+    Ok(())
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--child-german") {
+        match child_german() {
+            Ok(()) => println!("german ok"),
+            Err(e) => {
+                println!("german failed: {e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
         eprintln!("tests/ui.rs needs a display: run it under `xvfb-run -a dbus-run-session` (see .ci/run)");
         std::process::exit(1);
@@ -335,6 +455,8 @@ fn main() {
             settings_editor_shows_problems,
         ),
         ("ui::dark_style", dark_style),
+        ("ui::slash_command_completion", slash_command_completion),
+        ("ui::german_from_the_configuration", german_from_the_configuration),
     ];
     let selected: Vec<&(&str, Test)> = tests
         .iter()

@@ -59,6 +59,8 @@ pub mod imp {
         #[template_child]
         pub send_button: TemplateChild<gtk::Button>,
         #[template_child]
+        pub composer: TemplateChild<gtk::Box>,
+        #[template_child]
         pub recent_section: TemplateChild<gio::Menu>,
 
         pub core: OnceCell<Core>,
@@ -575,12 +577,15 @@ impl ParleyWindow {
     fn setup_composer(&self) {
         let imp = self.imp();
         let weak = self.downgrade();
-        let completion =
-            crate::ui::widgets::slash_completion::SlashCompletion::attach(&imp.composer_text, move || {
+        let completion = crate::ui::widgets::slash_completion::SlashCompletion::attach(
+            &imp.composer_text,
+            &*imp.composer,
+            move || {
                 weak.upgrade()
                     .and_then(|win| win.selected_agent().map(|a| win.core().chat.commands(&a)))
                     .unwrap_or_default()
-            });
+            },
+        );
         let _ = imp.completion.set(completion);
         let keys = gtk::EventControllerKey::new();
         keys.connect_key_pressed(glib::clone!(

@@ -19,7 +19,13 @@ pub struct SlashCompletion {
 
 impl SlashCompletion {
     /// `commands` gives the selected agent's commands when asked.
-    pub fn attach(text: &gtk::TextView, commands: impl Fn() -> Vec<Command> + 'static) -> Rc<Self> {
+    /// The popover hangs from `anchor` (not the text view, which accepts no
+    /// children but its own).
+    pub fn attach(
+        text: &gtk::TextView,
+        anchor: &impl IsA<gtk::Widget>,
+        commands: impl Fn() -> Vec<Command> + 'static,
+    ) -> Rc<Self> {
         let list = gtk::ListBox::new();
         list.set_selection_mode(gtk::SelectionMode::Browse);
         list.add_css_class("navigation-sidebar");
@@ -31,10 +37,7 @@ impl SlashCompletion {
             .position(gtk::PositionType::Top)
             .halign(gtk::Align::Start)
             .build();
-        popover.set_parent(text);
-        // A popover must leave its parent before the parent goes.
-        let p = popover.clone();
-        text.connect_destroy(move |_| p.unparent());
+        popover.set_parent(anchor);
         let this = Rc::new(SlashCompletion {
             popover,
             list,
