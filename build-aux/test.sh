@@ -25,7 +25,8 @@ meson test -C "$builddir" --print-errorlogs || exit 1
 echo "== cargo test (UI tests under Xvfb)"
 export GSK_RENDERER=cairo GSETTINGS_BACKEND=memory NO_AT_BRIDGE=1
 log=$(mktemp)
-xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
+# Bounded, so a hung window test cannot hold CI for its whole budget.
+timeout 2400 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
   cargo test --all-targets --color never 2>&1 | grep -v "^dbus-daemon\[" | tee "$log"
 status=${PIPESTATUS[0]}
 passed=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
