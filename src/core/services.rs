@@ -59,10 +59,25 @@ impl Default for Options {
         Options {
             config_path: None,
             timings: Timings::from_env(),
-            spawn_prefix: Vec::new(),
+            spawn_prefix: host_spawn_prefix(),
             watch: true,
         }
     }
+}
+
+/// Inside Flatpak, agents are started on the host with `flatpak-spawn
+/// --host`; outside, directly. `PARLEY_HOST_SPAWN` (a command and its
+/// arguments, separated by spaces) overrides it, for tests with a stand-in.
+pub fn host_spawn_prefix() -> Vec<String> {
+    if let Ok(custom) = std::env::var("PARLEY_HOST_SPAWN") {
+        return custom.split_whitespace().map(str::to_owned).collect();
+    }
+    if std::path::Path::new("/.flatpak-info").exists() {
+        return ["flatpak-spawn", "--host", "--watch-bus"]
+            .map(str::to_owned)
+            .to_vec();
+    }
+    Vec::new()
 }
 
 /// Everything behind the services. Create it inside a tokio runtime.
@@ -83,6 +98,7 @@ impl Core {
     /// Loads (or creates) the configuration and applies it. An unreadable
     /// file is an error; an invalid one starts with no agents and its problems.
     pub fn new(options: Options) -> Result<(Core, EventReceiver), String> {
+        crate::core::supervisor::launch::probe_login_shell();
         let (tx, rx) = events::channel();
         let supervisor = Supervisor::new(tx.clone(), options.timings, options.spawn_prefix);
         let chat = Chat::new(supervisor.clone(), tx.clone());

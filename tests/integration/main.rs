@@ -7,5 +7,6 @@ mod chat;
 mod cli;
 mod common;
 mod config;
+mod launch;
 mod processes;
 mod supervisor;

@@ -163,3 +163,77 @@ async fn no_orphan_after_parley_is_killed() {
     let left = wait_no_processes(&marker, Duration::from_secs(3)).await;
     assert!(left.is_empty(), "orphans left: {left:?}");
 }
+
+/// Inside Flatpak agents run on the host through `flatpak-spawn --host`; with
+/// a stand-in that behaves like it, the stop sequence still reaches the
+/// agent's whole group, and nothing is left when Parley is killed.
+#[test]
+fn through_host_spawn_the_stop_sequence_holds_and_nothing_is_orphaned() {
+    let stubborn = unique("host-stubborn");
+    let plain = unique("host-plain");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.json");
+    let agents = [
+        marked("a", "ignore-eof,ignore-term,child-ignores-term", &stubborn),
+        marked("b", "", &plain),
+    ];
+    std::fs::write(&config, config_text(&agents, 4, "0")).expect("write");
+    let standin = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fake-flatpak-spawn");
+    let mut serve = std::process::Command::new(cli())
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", dir.path())
+        .env("PARLEY_HOST_SPAWN", format!("{standin} --host --watch-bus"))
+        .env("PARLEY_TEST_TIMINGS", "eof=1s,term=1s")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("parley-cli serve");
+    let mut stdin = serve.stdin.take().expect("stdin");
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let stdout = serve.stdout.take().expect("stdout");
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let call = |stdin: &mut std::process::ChildStdin, id: u32, method: &str, agent: &str| -> String {
+        writeln!(
+            stdin,
+            r#"{{"id": {id}, "method": "{method}", "params": ["{agent}"]}}"#
+        )
+        .expect("write");
+        loop {
+            let line = rx.recv_timeout(Duration::from_secs(30)).expect("an answer");
+            if line.starts_with(&format!(r#"{{"id":{id},"#)) {
+                return line;
+            }
+        }
+    };
+    assert!(call(&mut stdin, 1, "AgentService.Start", "a").contains(r#""result":null"#));
+    assert!(call(&mut stdin, 2, "AgentService.Start", "b").contains(r#""result":null"#));
+    assert!(!processes_with(&stubborn).is_empty() && !processes_with(&plain).is_empty());
+
+    // The agent and its child ignore end of input and SIGTERM: SIGKILL after
+    // 1 s + 1 s reaches them on the "host" too.
+    let began = Instant::now();
+    assert!(call(&mut stdin, 3, "AgentService.Stop", "a").contains(r#""result":null"#));
+    let took = began.elapsed();
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(6),
+        "took {took:?}"
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("rt");
+    let left = rt.block_on(wait_no_processes(&stubborn, Duration::from_secs(3)));
+    assert!(left.is_empty(), "left on the host after Stop: {left:?}");
+
+    // Parley killed: --watch-bus takes the host side down, the wrapper's
+    // watchdog the agent's group.
+    serve.kill().expect("SIGKILL");
+    let _ = serve.wait();
+    let left = rt.block_on(wait_no_processes(&plain, Duration::from_secs(5)));
+    assert!(left.is_empty(), "left on the host after SIGKILL: {left:?}");
+}

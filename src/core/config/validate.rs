@@ -203,21 +203,6 @@ fn parse_with(text: &str, conv: &mut Converter) -> Result<Value, Problem> {
     }
 }
 
-/// The directories a bare command is looked up in: the agent's own PATH (if
-/// it sets one) or Parley's, and the directory of Parley's own programs, so
-/// the bundled `parley-demo-agent` is found wherever Parley runs from.
-pub fn command_search_path(agent_env_path: Option<&str>) -> Vec<PathBuf> {
-    let path = agent_env_path
-        .map(str::to_owned)
-        .or_else(|| std::env::var("PATH").ok())
-        .unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = std::env::split_paths(&path).collect();
-    if let Some(dir) = own_program_dir() {
-        dirs.push(dir);
-    }
-    dirs
-}
-
 pub fn own_program_dir() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
     let dir = exe.parent()?;
@@ -338,21 +323,35 @@ pub fn validate(text: &str) -> Validated {
             let found = *cache
                 .entry((command.to_owned(), env_path.map(str::to_owned)))
                 .or_insert_with(|| {
-                    crate::core::supervisor::process::resolve_program(
-                        command,
-                        std::path::Path::new("/"),
-                        &command_search_path(env_path),
-                    )
-                    .is_some()
+                    {
+                        // The login shell's PATH if it is known already:
+                        // validation runs on each keystroke and never waits.
+                        let dirs = crate::core::supervisor::launch::search_dirs(
+                            env_path,
+                            crate::core::supervisor::launch::login_shell_path_now(),
+                        );
+                        crate::core::supervisor::process::resolve_program(
+                            command,
+                            std::path::Path::new("/"),
+                            &dirs,
+                        )
+                        .is_some()
+                    }
                 });
             if !found {
                 push(
                     &format!("/agents/{i}/command"),
                     false,
-                    gettext_f(
-                        "agents[{index}].command: {command} was not found on PATH",
-                        &[("index", &i.to_string()), ("command", command)],
-                    ),
+                    {
+                        let mut text = gettext_f(
+                            "agents[{index}].command: {command} was not found on PATH",
+                            &[("index", &i.to_string()), ("command", command)],
+                        );
+                        if let Some(hint) = crate::core::supervisor::launch::install_hint(command) {
+                            text.push_str(&gettext_f("; install it with {hint}", &[("hint", hint)]));
+                        }
+                        text
+                    },
                     true,
                 );
             }

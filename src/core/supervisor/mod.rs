@@ -6,6 +6,7 @@
 //! await; long work (spawning, the handshake, the stop sequence) runs outside
 //! it and re-checks the table by generation when it is done.
 
+pub mod launch;
 pub mod lifecycle;
 pub mod process;
 
@@ -534,20 +535,15 @@ impl Supervisor {
                 None,
             ));
         }
-        let dirs =
-            crate::core::config::validate::command_search_path(def.env.get("PATH").map(String::as_str));
-        let program = process::resolve_program(&def.command, &cwd, &dirs).ok_or_else(|| {
-            let searched = std::env::join_paths(&dirs)
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            (
-                crate::i18n::gettext_f(
-                    "command not found: {command} (searched PATH: {path})",
-                    &[("command", &def.command), ("path", &searched)],
-                ),
-                None,
-            )
-        })?;
+        let program = if self.shared.spawn_prefix.is_empty() {
+            let login = launch::login_shell_path(Duration::from_secs(3)).await;
+            let dirs = launch::search_dirs(def.env.get("PATH").map(String::as_str), login);
+            process::resolve_program(&def.command, &cwd, &dirs)
+                .ok_or_else(|| (launch::not_found(&def.command, &dirs), None))?
+        } else {
+            // On the host, the host's shell finds it (with its login PATH).
+            PathBuf::from(&def.command)
+        };
         let spawned = process::spawn(&process::SpawnSpec {
             program: &program,
             args: &def.args,

@@ -18,9 +18,32 @@ pub struct SpawnSpec<'a> {
     pub args: &'a [String],
     pub env: &'a BTreeMap<String, String>,
     pub cwd: &'a Path,
-    /// Prepended to the command (e.g. `flatpak-spawn --host`); empty outside Flatpak.
+    /// Inside Flatpak: the host-spawn command (`flatpak-spawn --host
+    /// --watch-bus`); empty outside, where agents are started directly.
     pub prefix: &'a [String],
 }
+
+/// Runs on the host, under `flatpak-spawn --host`. The agent gets a session
+/// and process group of its own (`setsid`; shells have no job control without
+/// a terminal), found with the login shell's PATH; SIGTERM/SIGINT/SIGHUP
+/// (which flatpak-spawn forwards to this shell) go to the agent's whole
+/// group; and a watchdog kills that group if this shell is killed
+/// (flatpak-spawn cannot forward SIGKILL, but `--watch-bus` kills this shell
+/// when Parley goes, however it goes). Any sh runs it, dash included: hence
+/// `kill -s SIG -- -PGID` (dash rejects `kill -SIG -- -PGID`) and stdin kept
+/// on fd 3 (dash gives a background job /dev/null before redirections).
+pub const HOST_WRAPPER: &str = r#"login_path=$("${SHELL:-/bin/sh}" -l -c 'printf %s "$PATH"' </dev/null 2>/dev/null) && [ -n "$login_path" ] && PATH="$PATH:$login_path"
+export PATH
+# A background job's stdin is /dev/null; fd 3 keeps the real one.
+exec 3<&0
+setsid "$@" <&3 3<&- &
+exec 3<&-
+agent=$!
+trap 'kill -s TERM -- -$agent 2>/dev/null' TERM INT HUP
+setsid sh -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; kill -s KILL -- -"$2" 2>/dev/null' watchdog $$ "$agent" </dev/null >/dev/null 2>&1 &
+while kill -0 "$agent" 2>/dev/null; do wait "$agent"; status=$?; done
+kill -s KILL -- -"$agent" 2>/dev/null
+exit ${status:-0}"#;
 
 pub struct Spawned {
     pub child: Child,
@@ -33,15 +56,24 @@ pub struct Spawned {
 pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
     let mut cmd = match spec.prefix.split_first() {
         Some((first, rest)) => {
+            // On the host: its cwd and env go as flatpak-spawn's options.
             let mut c = Command::new(first);
-            c.args(rest).arg(spec.program);
+            c.args(rest).arg(format!("--directory={}", spec.cwd.display()));
+            for (k, v) in spec.env {
+                c.arg(format!("--env={k}={v}"));
+            }
+            c.args(["/bin/sh", "-c", HOST_WRAPPER, "parley-agent"])
+                .arg(spec.program)
+                .args(spec.args);
             c
         }
-        None => Command::new(spec.program),
+        None => {
+            let mut c = Command::new(spec.program);
+            c.args(spec.args).envs(spec.env);
+            c
+        }
     };
-    cmd.args(spec.args)
-        .envs(spec.env)
-        .current_dir(spec.cwd)
+    cmd.current_dir(spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

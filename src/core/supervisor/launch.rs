@@ -1,0 +1,187 @@
+//! The launch doctor: where an agent's command is looked for, and what to
+//! say when it is not found.
+//!
+//! A GUI session's PATH (and a Flatpak's) often lacks what the user's login
+//! shell has: `~/.local/bin`, `~/.cargo/bin`, npm's global bin, nvm's. So a
+//! bare command is searched in, in order: the agent's own `PATH` (from its
+//! `env`) or Parley's, the login shell's PATH (read once, off the main
+//! thread), the usual per-user bin directories, and Parley's own program
+//! directory (the bundled demo agent).
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+static LOGIN_PATH: OnceLock<Option<String>> = OnceLock::new();
+
+/// Starts reading the login shell's PATH in the background (once).
+pub fn probe_login_shell() {
+    if LOGIN_PATH.get().is_some() {
+        return;
+    }
+    let _ = std::thread::Builder::new()
+        .name("parley-login-path".into())
+        .spawn(|| {
+            let _ = LOGIN_PATH.set(read_login_shell_path());
+        });
+}
+
+/// The login shell's PATH if it has been read already (never waits).
+pub fn login_shell_path_now() -> Option<&'static str> {
+    LOGIN_PATH.get().and_then(|p| p.as_deref())
+}
+
+/// The login shell's PATH, waiting up to `limit` for the first read.
+pub async fn login_shell_path(limit: Duration) -> Option<&'static str> {
+    probe_login_shell();
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(p) = LOGIN_PATH.get() {
+            return p.as_deref();
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn read_login_shell_path() -> Option<String> {
+    let shell = std::env::var("SHELL")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "/bin/sh".into());
+    let script = if shell.ends_with("fish") {
+        "string join : $PATH"
+    } else {
+        "printf '%s' \"$PATH\""
+    };
+    let mut child = std::process::Command::new(&shell)
+        .args(["-l", "-c", script])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    // A login shell that waits for input or hangs must not hold us up.
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut out = String::new();
+    use std::io::Read;
+    child.stdout.take()?.read_to_string(&mut out).ok()?;
+    let path = out.lines().last().unwrap_or_default().trim().to_owned();
+    (!path.is_empty()).then_some(path)
+}
+
+/// The usual per-user bin directories of agent installers.
+pub fn user_bin_dirs(home: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = [
+        ".local/bin",
+        ".cargo/bin",
+        ".npm-global/bin",
+        ".bun/bin",
+        ".deno/bin",
+        ".volta/bin",
+        "bin",
+    ]
+    .iter()
+    .map(|d| home.join(d))
+    .collect();
+    // nvm: the newest installed Node first.
+    if let Ok(entries) = std::fs::read_dir(home.join(".nvm/versions/node")) {
+        let mut versions: Vec<PathBuf> = entries.flatten().map(|e| e.path().join("bin")).collect();
+        versions.sort();
+        versions.reverse();
+        dirs.extend(versions);
+    }
+    dirs.push(PathBuf::from("/usr/local/bin"));
+    dirs
+}
+
+/// Every directory a bare command is looked for in, in order, without
+/// duplicates. `login` is the login shell's PATH, when known.
+pub fn search_dirs(agent_path: Option<&str>, login: Option<&str>) -> Vec<PathBuf> {
+    let first = agent_path
+        .map(str::to_owned)
+        .or_else(|| std::env::var("PATH").ok())
+        .unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = std::env::split_paths(&first).collect();
+    if let Some(login) = login {
+        dirs.extend(std::env::split_paths(login));
+    }
+    dirs.extend(user_bin_dirs(&crate::core::config::model::home_dir()));
+    if let Some(own) = crate::core::config::validate::own_program_dir() {
+        dirs.push(own);
+    }
+    let mut seen = std::collections::HashSet::new();
+    dirs.retain(|d| !d.as_os_str().is_empty() && seen.insert(d.clone()));
+    dirs
+}
+
+/// How to install the agents Parley knows, by their command.
+pub fn install_hint(command: &str) -> Option<&'static str> {
+    Some(match command {
+        "claude-agent-acp" => "npm install -g @zed-industries/claude-agent-acp",
+        "claude-code-acp" => "npm install -g @zed-industries/claude-code-acp",
+        "codex-acp" => "npm install -g @zed-industries/codex-acp",
+        "gemini" => "npm install -g @google/gemini-cli",
+        "opencode" => "npm install -g opencode-ai",
+        "goose" => "the installer on Goose's website (then run: goose configure)",
+        _ => return None,
+    })
+}
+
+/// "command not found: X (searched PATH: …)", and how to install it.
+pub fn not_found(command: &str, dirs: &[PathBuf]) -> String {
+    let searched = std::env::join_paths(dirs)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut text = crate::i18n::gettext_f(
+        "command not found: {command} (searched PATH: {path})",
+        &[("command", command), ("path", &searched)],
+    );
+    if let Some(hint) = install_hint(command) {
+        text.push_str(&crate::i18n::gettext_f(
+            "; install it with {hint}",
+            &[("hint", hint)],
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_login_path_comes_after_the_agents_own_and_before_user_dirs() {
+        let dirs = search_dirs(Some("/a:/b"), Some("/b:/c"));
+        assert_eq!(
+            &dirs[..3],
+            &[PathBuf::from("/a"), PathBuf::from("/b"), PathBuf::from("/c")]
+        );
+        assert!(dirs.iter().any(|d| d.ends_with(".cargo/bin")));
+        assert!(dirs.contains(&PathBuf::from("/usr/local/bin")));
+    }
+
+    #[test]
+    fn known_agents_get_a_hint() {
+        let msg = not_found("claude-agent-acp", &[PathBuf::from("/x"), PathBuf::from("/y")]);
+        assert!(msg.contains("claude-agent-acp (searched PATH: /x:/y)"), "{msg}");
+        assert!(
+            msg.ends_with("install it with npm install -g @zed-industries/claude-agent-acp"),
+            "{msg}"
+        );
+        assert!(!not_found("mine", &[]).contains("install it"));
+    }
+}
