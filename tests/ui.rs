@@ -339,6 +339,53 @@ fn slash_command_completion(app: &adw::Application) -> Result<(), String> {
     Ok(())
 }
 
+/// `parley FILE.json` while Parley runs: the running instance opens it (the
+/// second launch only forwards its command line, GApplication's way).
+fn open_from_the_command_line_in_the_running_instance(_app: &adw::Application) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (a, b) = (dir.path().join("a.json"), dir.path().join("b.json"));
+    std::fs::write(&a, "{\"agents\": []}").map_err(|e| e.to_string())?;
+    std::fs::write(&b, "{\"agents\": []}").map_err(|e| e.to_string())?;
+    let parley = env!("CARGO_BIN_EXE_parley");
+    let launch = |file: &std::path::Path| {
+        std::process::Command::new(parley)
+            .arg(file)
+            .env("XDG_STATE_HOME", dir.path())
+            .env("XDG_CONFIG_HOME", dir.path())
+            .env("GSETTINGS_BACKEND", "memory")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+    };
+    let mut first = launch(&a).map_err(|e| e.to_string())?;
+    let recent = dir.path().join("parley/recent.json");
+    // The first instance is up once it owns its name; give it a moment.
+    std::thread::sleep(Duration::from_millis(1500));
+    let second = launch(&b)
+        .map_err(|e| e.to_string())?
+        .wait_with_output()
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut opened = false;
+    while Instant::now() < deadline && !opened {
+        opened = std::fs::read_to_string(&recent).is_ok_and(|t| t.contains("b.json"));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let first_alive = first.try_wait().map(|s| s.is_none()).unwrap_or(false);
+    let _ = first.kill();
+    let _ = first.wait();
+    if !second.status.success() {
+        return Err(format!("the second launch failed: {:?}", second.status));
+    }
+    if !first_alive {
+        return Err("the first instance is gone".into());
+    }
+    if !opened {
+        return Err("the running instance did not open b.json".into());
+    }
+    Ok(())
+}
+
 /// In a child process (the locale is the process's): the configuration's
 /// `language` switches the window to German.
 fn german_from_the_configuration(_app: &adw::Application) -> Result<(), String> {
@@ -457,6 +504,10 @@ fn main() {
         ("ui::dark_style", dark_style),
         ("ui::slash_command_completion", slash_command_completion),
         ("ui::german_from_the_configuration", german_from_the_configuration),
+        (
+            "ui::open_from_the_command_line_in_the_running_instance",
+            open_from_the_command_line_in_the_running_instance,
+        ),
     ];
     let selected: Vec<&(&str, Test)> = tests
         .iter()

@@ -7,6 +7,7 @@ mod chat;
 mod cli;
 mod common;
 mod config;
+mod flatpak;
 mod launch;
 mod processes;
 mod supervisor;

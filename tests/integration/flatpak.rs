@@ -1,0 +1,105 @@
+//! The Flatpak manifests cannot be built here (no Flatpak remote): they are
+//! checked offline, as far as that goes.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+fn manifest(name: &str) -> Value {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("build-aux").join(name)).expect("read");
+    // flatpak-builder's JSON reader (json-glib) accepts /* */ comments; so does this one.
+    parley::core::config::validate::parse(&text).unwrap_or_else(|p| panic!("{name}: {p:?}"))
+}
+
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_manifests_are_well_formed_and_name_what_exists() {
+    for (name, id) in [
+        ("io.github.parley.Parley.json", "io.github.parley.Parley"),
+        (
+            "io.github.parley.Parley.Devel.json",
+            "io.github.parley.Parley.Devel",
+        ),
+    ] {
+        let m = manifest(name);
+        assert_eq!(m["id"], id, "{name}");
+        assert_eq!(m["runtime"], "org.gnome.Platform");
+        assert_eq!(m["sdk"], "org.gnome.Sdk");
+        assert!(strings(&m["sdk-extensions"])
+            .iter()
+            .any(|e| e.ends_with("rust-stable")));
+        assert_eq!(m["command"], "parley", "the program meson installs");
+        let args = strings(&m["finish-args"]);
+        for needed in [
+            "--socket=wayland",
+            "--socket=fallback-x11",
+            "--talk-name=org.freedesktop.Flatpak",
+        ] {
+            assert!(args.contains(&needed), "{name}: {needed}");
+        }
+        assert!(
+            !args
+                .iter()
+                .any(|a| *a == "--filesystem=host" || *a == "--socket=session-bus"),
+            "{name}: too broad"
+        );
+        let module = &m["modules"][0];
+        assert_eq!(module["buildsystem"], "meson");
+        for source in module["sources"].as_array().expect("sources") {
+            let path = match source {
+                Value::String(s) => s.as_str(),
+                other => other["path"].as_str().expect("a path"),
+            };
+            if path == "cargo-sources.json" {
+                continue; // generated where the Flatpak is built, checked below
+            }
+            let full = Path::new(ROOT).join("build-aux").join(path);
+            assert!(full.exists(), "{name}: {path} does not exist");
+            assert!(
+                full.join("meson.build").exists(),
+                "{name}: {path} is not the source tree"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_cargo_sources_cover_every_locked_crate() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = std::process::Command::new("python3")
+        .arg(Path::new(ROOT).join("build-aux/flatpak-cargo-sources.py"))
+        .arg(Path::new(ROOT).join("Cargo.lock"))
+        .args(["--dl", "https://registry.invalid/crates"])
+        .current_dir(dir.path())
+        .output()
+        .expect("python3");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let sources: Vec<Value> = serde_json::from_slice(&out.stdout).expect("JSON");
+    let lock = std::fs::read_to_string(Path::new(ROOT).join("Cargo.lock")).expect("lock");
+    let checksums: Vec<&str> = lock
+        .lines()
+        .filter_map(|l| l.strip_prefix("checksum = \""))
+        .map(|l| l.trim_end_matches('"'))
+        .collect();
+    let archives: Vec<&Value> = sources.iter().filter(|s| s["type"] == "archive").collect();
+    assert_eq!(archives.len(), checksums.len(), "one archive per locked crate");
+    for a in archives {
+        let sha = a["sha256"].as_str().expect("sha256");
+        assert!(checksums.contains(&sha));
+        assert!(a["url"]
+            .as_str()
+            .expect("url")
+            .starts_with("https://registry.invalid/crates/"));
+    }
+    assert!(
+        sources.iter().any(|s| s["dest-filename"] == "config.toml"),
+        "the vendored-sources config"
+    );
+}
