@@ -10,10 +10,52 @@
 //!                                                           agent processes
 //! ```
 //!
-//! - [`core`]: no display needed: [`core::acp`], [`core::supervisor`],
-//!   [`core::chat`], [`core::config`], [`core::events`], [`core::services`].
-//! - [`ui`]: the libadwaita window over the same services.
-//! - [`i18n`]: gettext helpers.
+//! # Module map
+//!
+//! - [`core`] — no display needed; never imports gtk, adw or sourceview:
+//!   - [`core::acp`]: JSON-RPC over newline-delimited stdio (capped line
+//!     reader, connection, typed calls, the confined `fs/*` capability).
+//!   - [`core::supervisor`]: the lifecycle as one pure function
+//!     ([`core::supervisor::lifecycle`]), processes and the stop sequence
+//!     ([`core::supervisor::process`]), the launch doctor
+//!     ([`core::supervisor::launch`]), limits and the idle check.
+//!   - [`core::chat`]: conversations, the message model, permissions.
+//!   - [`core::config`]: model, schema and validation with line and column,
+//!     the file (creating, saving atomically, recent files), watching.
+//!   - [`core::events`]: the spec's events; [`core::services`]: the spec's
+//!     services over one [`core::services::Core`].
+//! - [`ui`] — the libadwaita window: [`ui::bridge`] drains the events once per
+//!   frame into [`ui::models`]; [`ui::window`] and [`ui::widgets`].
+//! - [`i18n`] (gettext) and [`logging`] (tracing) serve both.
+//!
+//! # Where the code refines `shared/DESIGN.md`
+//!
+//! - **No orphans, even on SIGKILL**: `PR_SET_PDEATHSIG` reaches only the
+//!   agent, not what it started. Each agent also has a *guardian* (a tiny
+//!   `sh` in its own group, holding a pipe only Parley writes to) that kills
+//!   the agent's whole group when that pipe closes, however Parley ends.
+//! - **Streaming without copies**: the connection decodes a `session/update`
+//!   line in one pass into the protocol's own type; other messages keep
+//!   `params` as borrowed `RawValue` until someone who knows the type reads
+//!   it (see BENCHMARKS.md).
+//! - **Watching** uses `gio::FileMonitor` on the file and its directory, run
+//!   on a GLib main context of its own thread inside the core, so the
+//!   window and `parley-cli serve` watch the same way.
+//! - **Inside Flatpak** agents start through `flatpak-spawn --host
+//!   --watch-bus` and a host-side wrapper (`process::HOST_WRAPPER`) that
+//!   gives the agent its own group, forwards SIGTERM to it, and kills it
+//!   when the wrapper is killed.
+//! - **Launch doctor**: commands are looked for in the agent's PATH, the login
+//!   shell's PATH (read once, off the main thread), per-user bin directories
+//!   and beside Parley's own programs (the bundled demo agent).
+//! - The window, agent rows and message rows are composite templates; the
+//!   small dialogs (settings editor, logs) and the slash-command popover are
+//!   built in code.
+//! - GTK 4.8's bindings gate `gtk::Accessible` behind `v4_10`: accessible
+//!   names set in code go through [`ui::a11y`].
+//! - Tests: `tests/integration/` is one binary of modules (real agents, real
+//!   files, `parley-cli`); `tests/ui.rs` is a `harness = false` binary that
+//!   drives the window on one GTK thread under Xvfb.
 
 pub mod core;
 pub mod i18n;

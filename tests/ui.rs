@@ -339,6 +339,31 @@ fn slash_command_completion(app: &adw::Application) -> Result<(), String> {
     Ok(())
 }
 
+/// A `command` notification channel runs its command with the event as JSON
+/// on stdin (desktop channels only notify while the window is unfocused).
+fn command_channel_gets_the_event(app: &adw::Application) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let sink = dir.path().join("events.jsonl");
+    let channel = format!(
+        r#"[{{"name": "log", "kind": "command", "events": ["turn-ended"], "command": "/bin/sh", "args": ["-c", "cat >> {}"]}}]"#,
+        sink.display()
+    );
+    let text = demo_config(true).replace(r#""channels": []"#, &format!(r#""channels": {channel}"#));
+    let f = open_window(app, &text)?;
+    select_demo(&f)?;
+    type_and_send(&f, "echo notify me");
+    spin_until("the channel's command to run", Duration::from_secs(10), || {
+        std::fs::read_to_string(&sink).is_ok_and(|t| t.contains("turn-ended"))
+    })?;
+    let line = std::fs::read_to_string(&sink).map_err(|e| e.to_string())?;
+    let event: serde_json::Value = serde_json::from_str(line.trim()).map_err(|e| format!("{e}: {line}"))?;
+    if event["event"] != "turn-ended" || event["agent"] != "demo" {
+        return Err(format!("the channel got {event}"));
+    }
+    close(f);
+    Ok(())
+}
+
 /// `parley FILE.json` while Parley runs: the running instance opens it (the
 /// second launch only forwards its command line, GApplication's way).
 fn open_from_the_command_line_in_the_running_instance(_app: &adw::Application) -> Result<(), String> {
@@ -504,6 +529,7 @@ fn main() {
         ("ui::dark_style", dark_style),
         ("ui::slash_command_completion", slash_command_completion),
         ("ui::german_from_the_configuration", german_from_the_configuration),
+        ("ui::command_channel_gets_the_event", command_channel_gets_the_event),
         (
             "ui::open_from_the_command_line_in_the_running_instance",
             open_from_the_command_line_in_the_running_instance,
