@@ -529,7 +529,10 @@ fn main() {
         ("ui::dark_style", dark_style),
         ("ui::slash_command_completion", slash_command_completion),
         ("ui::german_from_the_configuration", german_from_the_configuration),
-        ("ui::command_channel_gets_the_event", command_channel_gets_the_event),
+        (
+            "ui::command_channel_gets_the_event",
+            command_channel_gets_the_event,
+        ),
         (
             "ui::open_from_the_command_line_in_the_running_instance",
             open_from_the_command_line_in_the_running_instance,

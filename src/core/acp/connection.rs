@@ -364,3 +364,69 @@ struct Envelope<'a> {
     #[serde(default)]
     error: Option<Value>,
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex as StdMutex;
+    use std::time::Duration;
+
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    use super::*;
+
+    #[derive(Default)]
+    struct Logged(StdMutex<Vec<String>>);
+
+    impl Handler for Logged {
+        fn notification(&self, _: &str, _: &RawValue) {}
+        fn session_update(&self, _: SessionNotification) {}
+        fn request(&self, _: &str, _: &RawValue, _: Responder) {}
+        fn log(&self, line: String) {
+            self.0.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        }
+        fn closed(&self, _: Option<String>) {}
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_request_is_forgotten_and_its_late_answer_ignored() {
+        let (agent_side, our_in) = tokio::io::duplex(4096);
+        let (our_out, agent_in) = tokio::io::duplex(4096);
+        let handler = Arc::new(Logged::default());
+        let conn = Connection::start(BufReader::new(our_in), our_out, handler.clone(), 1 << 20);
+        let mut agent_lines = BufReader::new(agent_in).lines();
+        let (_agent_reader, mut agent_writer) = tokio::io::split(agent_side);
+
+        // Our request is dropped (cancelled) before the agent answers.
+        let c = conn.clone();
+        let pending = tokio::spawn(async move { c.request("session/prompt", json!({})).await });
+        let sent = agent_lines.next_line().await.expect("read").expect("a request");
+        assert!(sent.contains("\"id\":0"), "{sent}");
+        pending.abort();
+        let _ = pending.await;
+        assert!(
+            lock(&conn.inner.pending).is_empty(),
+            "the cancelled request is forgotten"
+        );
+
+        // The late answer does not reach anyone; the next request gets its own.
+        agent_writer
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":0,\"result\":{\"late\":true}}\n")
+            .await
+            .expect("write");
+        let c = conn.clone();
+        let next = tokio::spawn(async move { c.request("session/new", json!({})).await });
+        let sent = agent_lines.next_line().await.expect("read").expect("a request");
+        assert!(sent.contains("\"id\":1"), "{sent}");
+        agent_writer
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"ok\":1}}\n")
+            .await
+            .expect("write");
+        let answer = tokio::time::timeout(Duration::from_secs(5), next)
+            .await
+            .expect("in time")
+            .expect("join");
+        assert_eq!(answer, Ok(json!({"ok": 1})));
+        let logs = handler.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        assert!(logs.iter().any(|l| l.contains("forgotten request 0")), "{logs:?}");
+    }
+}

@@ -23,15 +23,18 @@ pub struct SpawnSpec<'a> {
     pub prefix: &'a [String],
 }
 
-/// Runs on the host, under `flatpak-spawn --host`. The agent gets a session
-/// and process group of its own (`setsid`; shells have no job control without
-/// a terminal), found with the login shell's PATH; SIGTERM/SIGINT/SIGHUP
-/// (which flatpak-spawn forwards to this shell) go to the agent's whole
-/// group; and a watchdog kills that group if this shell is killed
-/// (flatpak-spawn cannot forward SIGKILL, but `--watch-bus` kills this shell
-/// when Parley goes, however it goes). Any sh runs it, dash included: hence
-/// `kill -s SIG -- -PGID` (dash rejects `kill -SIG -- -PGID`) and stdin kept
-/// on fd 3 (dash gives a background job /dev/null before redirections).
+/// Runs on the host, under `flatpak-spawn --host`. What flatpak-spawn
+/// forwards (its source, `forward_signals`): SIGHUP, SIGINT, SIGQUIT,
+/// SIGTERM, SIGCONT, SIGTSTP, SIGUSR1 and SIGUSR2, to the host process only
+/// (SIGINT and SIGCONT to its group); SIGKILL cannot be forwarded. So the
+/// agent gets a session and group of its own (`setsid`: shells have no job
+/// control without a terminal), found with the login shell's PATH; the
+/// forwarded SIGTERM, SIGINT, SIGHUP and SIGQUIT go to the agent's whole
+/// group; and a watchdog kills that group if this shell is killed (which
+/// `--watch-bus` does when Parley goes, however it goes). Any sh runs it,
+/// dash included: hence `kill -s SIG -- -PGID` (dash rejects
+/// `kill -SIG -- -PGID`) and stdin kept on fd 3 (dash gives a background
+/// job /dev/null before its redirections).
 pub const HOST_WRAPPER: &str = r#"login_path=$("${SHELL:-/bin/sh}" -l -c 'printf %s "$PATH"' </dev/null 2>/dev/null) && [ -n "$login_path" ] && PATH="$PATH:$login_path"
 export PATH
 # A background job's stdin is /dev/null; fd 3 keeps the real one.
@@ -39,7 +42,7 @@ exec 3<&0
 setsid "$@" <&3 3<&- &
 exec 3<&-
 agent=$!
-trap 'kill -s TERM -- -$agent 2>/dev/null' TERM INT HUP
+trap 'kill -s TERM -- -$agent 2>/dev/null' TERM INT HUP QUIT
 setsid sh -c 'while kill -0 "$1" 2>/dev/null; do sleep 1; done; kill -s KILL -- -"$2" 2>/dev/null' watchdog $$ "$agent" </dev/null >/dev/null 2>&1 &
 while kill -0 "$agent" 2>/dev/null; do wait "$agent"; status=$?; done
 kill -s KILL -- -"$agent" 2>/dev/null
