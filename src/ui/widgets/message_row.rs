@@ -27,6 +27,9 @@ mod imp {
         pub footer: TemplateChild<gtk::Label>,
         pub bound: RefCell<Option<(MessageObject, glib::SignalHandlerId)>>,
         pub agent_title: RefCell<String>,
+        /// What each part's widgets show now, so a change rebuilds only
+        /// what changed.
+        pub slots: RefCell<Vec<super::Slot>>,
     }
 
     #[glib::object_subclass]
@@ -203,6 +206,96 @@ fn plan_view(entries: &[crate::core::chat::message::PlanEntry]) -> gtk::Widget {
     b.upcast()
 }
 
+/// The widgets of one part and what they show.
+pub struct Slot {
+    part: Part,
+    container: gtk::Box,
+    text: Option<TextSlot>,
+}
+
+/// A streamed text part: the settled prefix is rendered once, block by
+/// block; only the tail is rendered again as text arrives. Without this a
+/// long answer is re-rendered whole on every frame (see BENCHMARKS.md).
+struct TextSlot {
+    settled_len: usize,
+    settled: gtk::Box,
+    tail: gtk::Box,
+}
+
+/// A tail longer than this is settled at a line break even inside a
+/// paragraph, so each frame's work stays bounded.
+const MAX_TAIL: usize = 8 * 1024;
+
+/// Where the settled prefix may end: after a blank line, or after any line
+/// once the tail is long, but never inside a code fence. `from` is a
+/// settled boundary (outside any fence).
+fn settle_boundary(text: &str, from: usize) -> usize {
+    let mut boundary = from;
+    let mut in_fence = false;
+    let mut pos = from;
+    let rest = &text[from..];
+    for line in rest.split_inclusive('\n') {
+        if !line.ends_with('\n') {
+            break; // an unfinished line is always tail
+        }
+        let start = pos;
+        pos += line.len();
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        let blank = line.trim().is_empty() && start > from;
+        if blank || pos - boundary > MAX_TAIL {
+            boundary = pos;
+        }
+    }
+    boundary
+}
+
+fn append_markdown(target: &gtk::Box, md: &str) {
+    for block in markdown::render(md) {
+        match block {
+            Block::Markup(markup) => target.append(&label(&markup)),
+            Block::Code { lang, text } => target.append(&code_view(&lang, &text)),
+        }
+    }
+}
+
+fn clear(b: &gtk::Box) {
+    while let Some(child) = b.first_child() {
+        b.remove(&child);
+    }
+}
+
+impl TextSlot {
+    fn new(container: &gtk::Box) -> Self {
+        let settled = gtk::Box::new(gtk::Orientation::Vertical, 8);
+        let tail = gtk::Box::new(gtk::Orientation::Vertical, 8);
+        container.append(&settled);
+        container.append(&tail);
+        TextSlot {
+            settled_len: 0,
+            settled,
+            tail,
+        }
+    }
+
+    /// Shows `text`, rendering only what is new since the last call.
+    fn update(&mut self, text: &str) {
+        let boundary = settle_boundary(text, self.settled_len);
+        if boundary > self.settled_len {
+            append_markdown(&self.settled, &text[self.settled_len..boundary]);
+            self.settled_len = boundary;
+        }
+        clear(&self.tail);
+        append_markdown(&self.tail, &text[self.settled_len..]);
+    }
+}
+
 impl MessageRow {
     pub fn new() -> Self {
         glib::Object::new()
@@ -211,6 +304,9 @@ impl MessageRow {
     pub fn bind(&self, m: &MessageObject, agent_title: &str) {
         self.unbind();
         self.imp().agent_title.replace(agent_title.to_owned());
+        // A recycled row starts over for its new message.
+        self.imp().slots.borrow_mut().clear();
+        clear(&self.imp().parts);
         let handler = m.connect_revision_notify(glib::clone!(
             #[weak(rename_to = row)]
             self,
@@ -246,38 +342,74 @@ impl MessageRow {
             Role::Agent => imp.agent_title.borrow().clone(),
             Role::System => gettext("Parley"),
         });
-        while let Some(child) = imp.parts.first_child() {
-            imp.parts.remove(&child);
-        }
-        for part in &msg.parts {
-            match part {
-                Part::Text { text } => {
-                    if msg.role == Role::User {
-                        imp.parts.append(&plain(text));
-                        continue;
-                    }
-                    for block in markdown::render(text) {
-                        match block {
-                            Block::Markup(markup) => imp.parts.append(&label(&markup)),
-                            Block::Code { lang, text } => imp.parts.append(&code_view(&lang, &text)),
-                        }
-                    }
-                }
-                Part::Thought { text } => {
-                    let expander = gtk::Expander::new(Some(&gettext("Thinking")));
-                    let l = plain(text);
-                    l.add_css_class("dim-label");
-                    expander.set_child(Some(&l));
-                    imp.parts.append(&expander);
-                }
-                Part::Tool(call) => imp.parts.append(&tool_card(call)),
-                Part::Plan { entries } => imp.parts.append(&plan_view(entries)),
+        let mut slots = imp.slots.borrow_mut();
+        if slots.len() > msg.parts.len() {
+            for slot in slots.drain(msg.parts.len()..) {
+                imp.parts.remove(&slot.container);
             }
         }
+        for (i, part) in msg.parts.iter().enumerate() {
+            if i == slots.len() {
+                let container = gtk::Box::new(gtk::Orientation::Vertical, 8);
+                imp.parts.append(&container);
+                let text = matches!(part, Part::Text { .. } if msg.role != Role::User)
+                    .then(|| TextSlot::new(&container));
+                slots.push(Slot {
+                    part: Part::Thought {
+                        text: String::from("\u{0}"),
+                    },
+                    container,
+                    text,
+                });
+            }
+            let slot = &mut slots[i];
+            if slot.part == *part {
+                continue;
+            }
+            match (part, slot.text.as_mut(), &slot.part) {
+                // Streamed text that grew: only the new end is rendered.
+                (Part::Text { text }, Some(t), Part::Text { text: old })
+                    if text.starts_with(old.as_str()) =>
+                {
+                    t.update(text)
+                }
+                (Part::Text { text }, Some(_), _) => {
+                    clear(&slot.container);
+                    let mut t = TextSlot::new(&slot.container);
+                    t.update(text);
+                    slot.text = Some(t);
+                }
+                _ => {
+                    clear(&slot.container);
+                    slot.text = None;
+                    slot.container.append(&part_widget(part));
+                }
+            }
+            slot.part = part.clone();
+        }
+        drop(slots);
         imp.parts.set_visible(imp.parts.first_child().is_some());
         let footer = footer_text(&msg);
         imp.footer.set_visible(!footer.is_empty());
         imp.footer.set_label(&footer);
+    }
+}
+
+/// The widget of a part that is not streamed text.
+fn part_widget(part: &Part) -> gtk::Widget {
+    match part {
+        // A user's text is shown as typed; an agent's is streamed Markdown
+        // (a TextSlot) and never reaches here.
+        Part::Text { text } => plain(text).upcast(),
+        Part::Thought { text } => {
+            let expander = gtk::Expander::new(Some(&gettext("Thinking")));
+            let l = plain(text);
+            l.add_css_class("dim-label");
+            expander.set_child(Some(&l));
+            expander.upcast()
+        }
+        Part::Tool(call) => tool_card(call),
+        Part::Plan { entries } => plan_view(entries),
     }
 }
 
@@ -313,5 +445,29 @@ fn footer_text(m: &Message) -> String {
         Some("max_turn_requests") => gettext("Stopped: too many requests in one turn"),
         Some("refusal") => gettext("The agent refused to answer"),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::settle_boundary;
+
+    #[test]
+    fn settles_after_blank_lines_but_never_inside_a_fence() {
+        let text = "para one\n\npara two\n\n```rust\nfn x() {}\n\nfn y() {}\n";
+        // Up to the open fence: its blank line does not end it.
+        assert_eq!(settle_boundary(text, 0), "para one\n\npara two\n\n".len());
+        let closed = format!("{text}```\n\nafter");
+        assert_eq!(settle_boundary(&closed, 0), closed.len() - "after".len());
+        assert_eq!(settle_boundary("no newline yet", 0), 0);
+    }
+
+    #[test]
+    fn a_long_tail_settles_at_a_line_break() {
+        let line = "x".repeat(100) + "\n";
+        let text = line.repeat(200); // 20 KB, one paragraph
+        let b = settle_boundary(&text, 0);
+        assert!(b > 0 && b <= text.len() && b % line.len() == 0, "{b}");
+        assert!(text.len() - b <= super::MAX_TAIL + line.len());
     }
 }
