@@ -467,7 +467,7 @@ mod tests {
         let line = "x".repeat(100) + "\n";
         let text = line.repeat(200); // 20 KB, one paragraph
         let b = settle_boundary(&text, 0);
-        assert!(b > 0 && b <= text.len() && b % line.len() == 0, "{b}");
+        assert!(b > 0 && b <= text.len() && b.is_multiple_of(line.len()), "{b}");
         assert!(text.len() - b <= super::MAX_TAIL + line.len());
     }
 }
