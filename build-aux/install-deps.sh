@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(
   libgtk-4-dev libadwaita-1-dev libgtksourceview-5-dev pkg-config gcc
   meson ninja-build desktop-file-utils appstream-util gettext
-  xvfb xauth dbus python3-venv
+  xvfb xauth dbus python3-venv python3-pyatspi at-spi2-core
 )
 
 missing=()

@@ -411,6 +411,50 @@ fn open_from_the_command_line_in_the_running_instance(_app: &adw::Application) -
     Ok(())
 }
 
+/// Every button and text field has a name in the accessibility tree (what
+/// screen readers read), checked on a real `parley` with pyatspi; and
+/// `parley --new-window` opens a second window in the running instance.
+fn every_control_has_an_accessible_name(_app: &adw::Application) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, demo_config(true)).map_err(|e| e.to_string())?;
+    let parley = env!("CARGO_BIN_EXE_parley");
+    let launch = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(parley)
+            .args(args)
+            .env("XDG_STATE_HOME", dir.path())
+            .env("GSETTINGS_BACKEND", "memory")
+            .env_remove("NO_AT_BRIDGE")
+            .env_remove("GTK_A11Y")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+    };
+    let mut first = launch(&[config.as_os_str()]).map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(2000));
+    let _ = launch(&[std::ffi::OsStr::new("--new-window")]).and_then(|c| c.wait_with_output());
+    std::thread::sleep(Duration::from_millis(1000));
+    let out = std::process::Command::new("/usr/bin/python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/a11y-names.py"))
+        .output();
+    let _ = first.kill();
+    let _ = first.wait();
+    let out = out.map_err(|e| format!("/usr/bin/python3: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    if text.starts_with("SKIP") {
+        println!("    {}", text.trim());
+        return Ok(());
+    }
+    let unnamed: Vec<&str> = text.lines().filter(|l| !l.starts_with("windows:")).collect();
+    if !unnamed.is_empty() {
+        return Err(format!("controls without a name: {unnamed:?}"));
+    }
+    if !text.contains("windows: 2") {
+        return Err(format!("--new-window did not open a second window: {text}"));
+    }
+    Ok(())
+}
+
 /// In a child process (the locale is the process's): the configuration's
 /// `language` switches the window to German.
 fn german_from_the_configuration(_app: &adw::Application) -> Result<(), String> {
@@ -536,6 +580,10 @@ fn main() {
         (
             "ui::open_from_the_command_line_in_the_running_instance",
             open_from_the_command_line_in_the_running_instance,
+        ),
+        (
+            "ui::every_control_has_an_accessible_name",
+            every_control_has_an_accessible_name,
         ),
     ];
     let selected: Vec<&(&str, Test)> = tests

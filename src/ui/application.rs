@@ -14,7 +14,7 @@ use crate::core::services::{Core, Options};
 use crate::i18n::gettext;
 use crate::ui::runtime;
 use crate::ui::window::ParleyWindow;
-use crate::ui::APP_ID;
+use crate::ui::{APP_ID, SCHEMA_ID};
 
 thread_local! {
     static CORE: RefCell<Option<Core>> = const { RefCell::new(None) };
@@ -24,7 +24,7 @@ thread_local! {
 /// not compiled at build time (the window then just does not remember).
 pub fn settings() -> Option<gio::Settings> {
     let source = gio::SettingsSchemaSource::default();
-    if let Some(schema) = source.as_ref().and_then(|s| s.lookup(APP_ID, true)) {
+    if let Some(schema) = source.as_ref().and_then(|s| s.lookup(SCHEMA_ID, true)) {
         return Some(gio::Settings::new_full(
             &schema,
             None::<&gio::SettingsBackend>,
@@ -33,7 +33,7 @@ pub fn settings() -> Option<gio::Settings> {
     }
     let dir = option_env!("PARLEY_SCHEMA_DIR")?;
     let local = gio::SettingsSchemaSource::from_directory(dir, source.as_ref(), false).ok()?;
-    let schema = local.lookup(APP_ID, false)?;
+    let schema = local.lookup(SCHEMA_ID, false)?;
     Some(gio::Settings::new_full(
         &schema,
         None::<&gio::SettingsBackend>,
@@ -63,10 +63,26 @@ pub fn load_css() {
     }
 }
 
+/// The window an action is for: the active one, else any.
 fn window(app: &adw::Application) -> Option<ParleyWindow> {
-    app.windows()
-        .into_iter()
-        .find_map(|w| w.downcast::<ParleyWindow>().ok())
+    app.active_window()
+        .and_then(|w| w.downcast::<ParleyWindow>().ok())
+        .or_else(|| {
+            app.windows()
+                .into_iter()
+                .find_map(|w| w.downcast::<ParleyWindow>().ok())
+        })
+}
+
+fn all_windows(win: &ParleyWindow) -> Vec<ParleyWindow> {
+    match win.application() {
+        Some(app) => app
+            .windows()
+            .into_iter()
+            .filter_map(|w| w.downcast::<ParleyWindow>().ok())
+            .collect(),
+        None => vec![win.clone()],
+    }
 }
 
 /// The core and its window, created on first activation (with the file given
@@ -95,7 +111,7 @@ fn ensure_window(app: &adw::Application, config: Option<PathBuf>) -> Option<Parl
     CORE.with(|c| c.replace(Some(core.clone())));
     apply_theme(core.current().theme);
     let win = ParleyWindow::new(app, core.clone());
-    crate::ui::bridge::attach(&win, rx);
+    crate::ui::bridge::attach_app(app, rx);
     let current = core.current();
     if !current.valid {
         if let Some(p) = current.problems.first() {
@@ -117,9 +133,11 @@ fn open_config(win: &ParleyWindow, path: PathBuf) {
             win,
             move |r: Result<(), String>| match r {
                 Ok(()) => {
-                    win.forget_conversations();
-                    win.refresh_agents();
-                    win.refresh_recent();
+                    for w in all_windows(&win) {
+                        w.forget_conversations();
+                        w.refresh_agents();
+                        w.refresh_recent();
+                    }
                 }
                 Err(e) => win.toast(&e),
             }
@@ -319,7 +337,13 @@ fn command_line(app: &adw::Application, cl: &gio::ApplicationCommandLine) -> gli
         .map(|a| cl.create_file_for_arg(a))
         .find_map(|f| f.path());
     let existed = window(app).is_some();
-    if let Some(w) = ensure_window(app, path.clone()) {
+    if let Some(mut w) = ensure_window(app, path.clone()) {
+        if existed && cl.options_dict().contains("new-window") {
+            // Another window on the same agents and conversations.
+            if let Some(core) = CORE.with(|c| c.borrow().clone()) {
+                w = ParleyWindow::new(app, core);
+            }
+        }
         if let (true, Some(p)) = (existed, path) {
             open_config(&w, p);
         }
@@ -342,6 +366,14 @@ pub fn run() -> glib::ExitCode {
         glib::OptionFlags::NONE,
         glib::OptionArg::None,
         &gettext("Choose a configuration file to open"),
+        None,
+    );
+    app.add_main_option(
+        "new-window",
+        glib::Char::from(0),
+        glib::OptionFlags::NONE,
+        glib::OptionArg::None,
+        &gettext("Open another window"),
         None,
     );
     app.connect_startup(|app| {

@@ -18,9 +18,28 @@ const MAX_PER_FRAME: usize = 5000;
 
 pub fn attach(win: &ParleyWindow, rx: EventReceiver) {
     let weak = win.downgrade();
+    drain(rx, move || weak.upgrade().into_iter().collect());
+}
+
+/// Every window of the application gets every event (`--new-window`): each
+/// has its own models over the one core.
+pub fn attach_app(app: &adw::Application, rx: EventReceiver) {
+    let weak = app.downgrade();
+    drain(rx, move || {
+        weak.upgrade()
+            .map(|app| {
+                app.windows()
+                    .into_iter()
+                    .filter_map(|w| w.downcast::<ParleyWindow>().ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    });
+}
+
+fn drain(rx: EventReceiver, windows: impl Fn() -> Vec<ParleyWindow> + 'static) {
     glib::MainContext::default().spawn_local(async move {
         while let Ok(first) = rx.recv().await {
-            let Some(win) = weak.upgrade() else { break };
             let mut batch = vec![first];
             while batch.len() < MAX_PER_FRAME {
                 match rx.try_recv() {
@@ -28,8 +47,13 @@ pub fn attach(win: &ParleyWindow, rx: EventReceiver) {
                     Err(_) => break,
                 }
             }
-            apply(&win, batch);
-            drop(win);
+            let targets = windows();
+            if let Some((last, others)) = targets.split_last() {
+                for win in others {
+                    apply(win, batch.clone());
+                }
+                apply(last, batch);
+            }
             glib::timeout_future(Duration::from_millis(16)).await;
         }
     });

@@ -16,4 +16,12 @@ pub mod runtime;
 pub mod widgets;
 pub mod window;
 
-pub const APP_ID: &str = "io.github.parley.Parley";
+/// The application id: meson's development profile builds `….Devel`, which
+/// installs beside the release (and owns its own D-Bus name in Flatpak).
+pub const APP_ID: &str = match option_env!("PARLEY_APP_ID") {
+    Some(id) => id,
+    None => "io.github.parley.Parley",
+};
+
+/// The GSettings schema is the same for every profile.
+pub const SCHEMA_ID: &str = "io.github.parley.Parley";

@@ -639,11 +639,13 @@ impl ParleyWindow {
             .is_some_and(|a| a.answering());
         if answering {
             imp.send_button.set_icon_name("media-playback-stop-symbolic");
+            crate::ui::a11y::set_label(&*imp.send_button, &gettext("Stop"));
             imp.send_button.set_tooltip_text(Some(&gettext("Stop (Escape)")));
             imp.send_button.remove_css_class("suggested-action");
             imp.send_button.add_css_class("destructive-action");
         } else {
             imp.send_button.set_icon_name("mail-send-symbolic");
+            crate::ui::a11y::set_label(&*imp.send_button, &gettext("Send"));
             imp.send_button.set_tooltip_text(Some(&gettext("Send (Enter)")));
             imp.send_button.remove_css_class("destructive-action");
             imp.send_button.add_css_class("suggested-action");

@@ -52,6 +52,13 @@ fn the_manifests_are_well_formed_and_name_what_exists() {
         );
         let module = &m["modules"][0];
         assert_eq!(module["buildsystem"], "meson");
+        // The .Devel id must be the one the build gives the program (D-Bus name, files).
+        let devel = strings(&module["config-opts"]).contains(&"-Dprofile=development");
+        assert_eq!(
+            devel,
+            id.ends_with(".Devel"),
+            "{name}: the profile matches the id"
+        );
         for source in module["sources"].as_array().expect("sources") {
             let path = match source {
                 Value::String(s) => s.as_str(),
