@@ -127,15 +127,7 @@ async fn messages_sent_while_busy_are_queued_and_go_out_in_order() {
 async fn cancel_answers_permissions_drops_the_queue_and_ends_cancelled() {
     let mut h = Harness::new(&[agent("a", "")]);
     h.core.chat.send("a", "permission").expect("send");
-    let request = match h
-        .wait_for("a permission request", Duration::from_secs(10), |e| {
-            matches!(e, Event::PermissionRequested(_))
-        })
-        .await
-    {
-        Event::PermissionRequested(p) => p,
-        _ => unreachable!(),
-    };
+    let request = h.next_permission().await;
     assert_eq!(request.options.len(), 4);
     assert_eq!(request.rejections, 0);
     let q1 = h.core.chat.send("a", "echo one").expect("queued");
@@ -175,15 +167,7 @@ async fn rejections_count_the_refusals_of_the_turn() {
     h.core.chat.send("a", "permission 3").expect("send");
     let mut counts = Vec::new();
     for _ in 0..3 {
-        let p = match h
-            .wait_for("a permission request", Duration::from_secs(10), |e| {
-                matches!(e, Event::PermissionRequested(_))
-            })
-            .await
-        {
-            Event::PermissionRequested(p) => p,
-            _ => unreachable!(),
-        };
+        let p = h.next_permission().await;
         counts.push(p.rejections);
         assert!(
             h.core.chat.answer_permission(&p.id, "nope").is_err(),
@@ -210,15 +194,7 @@ async fn rejections_count_the_refusals_of_the_turn() {
 async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
     let mut h = Harness::new(&[agent("a", "")]);
     h.core.chat.send("a", "change the greeting").expect("send");
-    let p = match h
-        .wait_for("the edit permission", Duration::from_secs(10), |e| {
-            matches!(e, Event::PermissionRequested(_))
-        })
-        .await
-    {
-        Event::PermissionRequested(p) => p,
-        _ => unreachable!(),
-    };
+    let p = h.next_permission().await;
     assert_eq!(p.tool_call.kind, "edit");
     assert_eq!(
         p.tool_call.diffs.len(),

@@ -141,6 +141,19 @@ impl Harness {
         panic!("{agent} never became {state:?}: {:?}", self.core.agent_list());
     }
 
+    /// Waits for the next `permission:requested`.
+    pub async fn next_permission(&mut self) -> parley::core::events::PermissionRequest {
+        match self
+            .wait_for("a permission request", Duration::from_secs(10), |e| {
+                matches!(e, Event::PermissionRequested(_))
+            })
+            .await
+        {
+            Event::PermissionRequested(p) => p,
+            _ => unreachable!("the predicate matched a permission request"),
+        }
+    }
+
     /// Waits for the end of the agent's turn.
     pub async fn wait_idle(&mut self, agent: &str) {
         let a = agent.to_owned();
