@@ -60,17 +60,22 @@ fn a_save_interrupted_by_sigkill_leaves_old_or_new() {
             .stdout(std::process::Stdio::null())
             .spawn()
             .expect("serve");
+        // Saves stream in from another thread, so the kill lands mid-save.
         let mut stdin = serve.stdin.take().expect("stdin");
-        for i in 0..40 {
-            let text = if i % 2 == 0 { &b } else { &a };
-            let call = serde_json::json!({"id": i, "method": "ConfigService.Save", "params": [text]});
-            if writeln!(stdin, "{call}").is_err() {
-                break;
+        let (a2, b2) = (a.clone(), b.clone());
+        let writer = std::thread::spawn(move || {
+            for i in 0..40 {
+                let text = if i % 2 == 0 { &b2 } else { &a2 };
+                let call = serde_json::json!({"id": i, "method": "ConfigService.Save", "params": [text]});
+                if writeln!(stdin, "{call}").is_err() {
+                    break;
+                }
             }
-        }
+        });
         std::thread::sleep(Duration::from_millis(150 + round * 40));
         let _ = serve.kill();
         let _ = serve.wait();
+        let _ = writer.join();
         let now = std::fs::read_to_string(&path).expect("read");
         assert!(
             now == a || now == b,
@@ -83,7 +88,8 @@ fn a_save_interrupted_by_sigkill_leaves_old_or_new() {
         .flatten()
         .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
         .collect();
-    // A temp file may be left by a kill mid-write; never the configuration itself.
+    // Only the last kill's temp file may be left: each save removes those of
+    // writers that are gone.
     assert!(leftovers.len() <= 1, "{leftovers:?}");
 }
 
