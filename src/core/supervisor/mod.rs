@@ -247,20 +247,7 @@ impl Supervisor {
     }
 
     fn emit_state(&self, e: &Entry) {
-        events::emit(
-            &self.shared.events,
-            Event::AgentState(AgentStateChanged {
-                agent: e.def.name.clone(),
-                state: e.state,
-                error: if e.state == AgentState::Error {
-                    e.error.clone()
-                } else {
-                    None
-                },
-                outdated: e.next_def.is_some(),
-            }),
-        );
-        self.shared.changed.send_modify(|n| *n += 1);
+        self.emit_info(&e.info());
     }
 
     /// Applies a (valid) configuration: added agents appear `stopped`,
