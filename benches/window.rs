@@ -127,6 +127,27 @@ fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, 
     (total, worst, frames.len(), over_50)
 }
 
+/// Exec → first painted frame of `parley` (which quits right after it).
+fn startup(dir: &std::path::Path) -> Duration {
+    let exe = std::env::current_exe().expect("exe");
+    let parley = exe
+        .parent()
+        .and_then(|d| d.parent())
+        .expect("target dir")
+        .join("parley");
+    let t = Instant::now();
+    let status = std::process::Command::new(parley)
+        .arg(config(dir))
+        .env("PARLEY_EXIT_AFTER_FIRST_FRAME", "1")
+        .env("XDG_STATE_HOME", dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .expect("parley");
+    assert!(status.success());
+    t.elapsed()
+}
+
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
         println!("benchmarks run with `xvfb-run -a cargo bench --bench window`");
@@ -146,6 +167,15 @@ fn main() {
     app.register(gtk::gio::Cancellable::NONE).expect("register");
     let _hold = app.hold();
     parley::ui::application::load_css();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut times: Vec<Duration> = (0..7).map(|_| startup(dir.path())).collect();
+    times.sort();
+    println!(
+        "start-up: exec to first frame, median of 7: {:.0} ms (min {:.0}, max {:.0}; goal ≤ 300 ms)",
+        times[3].as_secs_f64() * 1e3,
+        times[0].as_secs_f64() * 1e3,
+        times[6].as_secs_f64() * 1e3
+    );
     // `-- 20000` measures one size (for profiling).
     let sizes: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() {

@@ -327,6 +327,26 @@ pub fn notify(
     }
 }
 
+/// For the start-up benchmark: with `PARLEY_EXIT_AFTER_FIRST_FRAME` set,
+/// quit once the window has painted its first frame.
+fn exit_after_first_frame(app: &adw::Application, win: &ParleyWindow) {
+    if std::env::var_os("PARLEY_EXIT_AFTER_FIRST_FRAME").is_none() {
+        return;
+    }
+    let quit_after_paint = move |win: &ParleyWindow, app: adw::Application| {
+        if let Some(clock) = win.frame_clock() {
+            clock.connect_after_paint(move |_| app.quit());
+        }
+    };
+    // `present()` maps the window at once when it can.
+    if win.is_mapped() {
+        quit_after_paint(win, app.clone());
+    } else {
+        let app = app.clone();
+        win.connect_map(move |win| quit_after_paint(win, app.clone()));
+    }
+}
+
 /// `parley [FILE.json] [--open-configuration]`: in the running instance if
 /// there is one (GApplication forwards the command line to it).
 fn command_line(app: &adw::Application, cl: &gio::ApplicationCommandLine) -> glib::ExitCode {
@@ -348,6 +368,7 @@ fn command_line(app: &adw::Application, cl: &gio::ApplicationCommandLine) -> gli
             open_config(&w, p);
         }
         gtk::prelude::GtkWindowExt::present(&w);
+        exit_after_first_frame(app, &w);
         if cl.options_dict().contains("open-configuration") {
             choose(&w);
         }
@@ -384,6 +405,7 @@ pub fn run() -> glib::ExitCode {
     app.connect_activate(|app| {
         if let Some(w) = ensure_window(app, None) {
             gtk::prelude::GtkWindowExt::present(&w);
+            exit_after_first_frame(app, &w);
         }
     });
     app.connect_command_line(command_line);
