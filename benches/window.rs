@@ -44,15 +44,19 @@ fn spin_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     false
 }
 
-/// The core alone: from Send to the end of the turn.
-fn core_time(n: usize) -> Duration {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (core, rx) = parley::ui::runtime::start_core(Options {
-        config_path: Some(config(dir.path())),
+fn core_on(dir: &std::path::Path) -> (parley::core::services::Core, parley::core::events::EventReceiver) {
+    parley::ui::runtime::start_core(Options {
+        config_path: Some(config(dir)),
         watch: false,
         ..Default::default()
     })
-    .expect("core");
+    .expect("core")
+}
+
+/// The core alone: from Send to the end of the turn.
+fn core_time(n: usize) -> Duration {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (core, rx) = core_on(dir.path());
     parley::ui::runtime::runtime().block_on(async {
         core.supervisor.start("demo").await.expect("start");
         while rx.try_recv().is_ok() {}
@@ -71,12 +75,7 @@ fn core_time(n: usize) -> Duration {
 
 fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, usize) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (core, rx) = parley::ui::runtime::start_core(Options {
-        config_path: Some(config(dir.path())),
-        watch: false,
-        ..Default::default()
-    })
-    .expect("core");
+    let (core, rx) = core_on(dir.path());
     let win = ParleyWindow::new(app, core.clone());
     parley::ui::bridge::attach(&win, rx);
     win.set_default_size(1100, 720);

@@ -145,12 +145,7 @@ async fn a_real_agent_without_credentials_says_authentication_required() {
     let mut h = Harness::with(&config_text(&[a], 4, "0"), timings, false);
     h.core.chat.send("gemini", "hello").expect("send");
     h.wait_idle("gemini").await;
-    let conv = h.core.conversation("gemini").expect("conv");
-    let sys = conv
-        .messages
-        .iter()
-        .find(|m| m.role == Role::System)
-        .expect("a system message");
+    let sys = h.system_message("gemini");
     assert_eq!(sys.code.as_deref(), Some("agent-unavailable"));
     let error = sys.error.clone().unwrap_or_default();
     assert!(error.starts_with("authentication required"), "{error}");

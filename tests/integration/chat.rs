@@ -303,12 +303,7 @@ async fn an_agent_that_cannot_start_gives_agent_unavailable() {
     let mut h = Harness::new(&[agent("a", "exit-at-start")]);
     h.core.chat.send("a", "hello").expect("send");
     h.wait_idle("a").await;
-    let conv = h.core.conversation("a").expect("conv");
-    let sys = conv
-        .messages
-        .iter()
-        .find(|m| m.role == Role::System)
-        .expect("a system message");
+    let sys = h.system_message("a");
     assert_eq!(sys.code.as_deref(), Some("agent-unavailable"));
     assert!(
         sys.error
@@ -324,12 +319,7 @@ async fn authentication_required_is_clear() {
     let mut h = Harness::new(&[agent("a", "auth-required")]);
     h.core.chat.send("a", "hello").expect("send");
     h.wait_idle("a").await;
-    let conv = h.core.conversation("a").expect("conv");
-    let sys = conv
-        .messages
-        .iter()
-        .find(|m| m.role == Role::System)
-        .expect("a system message");
+    let sys = h.system_message("a");
     assert!(
         sys.error
             .as_deref()

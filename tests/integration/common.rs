@@ -141,6 +141,15 @@ impl Harness {
         panic!("{agent} never became {state:?}: {:?}", self.core.agent_list());
     }
 
+    /// The first system message of the agent's conversation.
+    pub fn system_message(&self, agent: &str) -> parley::core::chat::message::Message {
+        let conv = self.core.conversation(agent).expect("conversation");
+        conv.messages
+            .into_iter()
+            .find(|m| m.role == parley::core::chat::message::Role::System)
+            .expect("a system message")
+    }
+
     /// Waits for the next `permission:requested`.
     pub async fn next_permission(&mut self) -> parley::core::events::PermissionRequest {
         match self

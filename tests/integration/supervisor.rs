@@ -222,6 +222,13 @@ async fn configuration_changes_add_mark_outdated_and_remove() {
         "b removed, c added, in configuration order"
     );
     assert!(list[0].outdated && list[0].state == Ready, "{list:?}");
+    // "agent:state — an agent changes state or its definition changes".
+    assert!(
+        h.seen
+            .iter()
+            .any(|e| matches!(e, Event::AgentState(s) if s.agent == "a" && s.outdated && s.state == Ready)),
+        "the definition change was announced"
+    );
     assert_eq!(list[1].state, Stopped);
     h.core.supervisor.restart("a").await.expect("restart");
     let list = h.core.agent_list();
