@@ -1,6 +1,11 @@
 //! The window under a stream, under Xvfb with the cairo renderer:
 //! `GSK_RENDERER=cairo xvfb-run -a cargo bench --bench window`.
 //!
+//! - long: 2,000 messages (code blocks, tool cards with diffs) in one
+//!   conversation, scrolled from top to bottom a third of a page a frame.
+//!   Figures: the longest frame (layout to painted) and the longest gap
+//!   between frames while scrolling; resident memory at 500, 1,000 and
+//!   2,000 messages against the window's own with none.
 //! - stream: the demo agent floods N chunks of 40 bytes into the selected
 //!   conversation. Figures: the time until the last chunk is on screen ÷ the
 //!   core's own time for the same flood (measured in the same run, no
@@ -98,23 +103,32 @@ fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, 
         .buffer()
         .set_text(&format!("flood {n} 40"));
     win.send();
-    // Until the whole text is in the conversation's model and a frame was
-    // painted after that.
+    // Until the whole text is in the conversation's model, the row with its
+    // end is laid out within the visible area, and a frame was painted
+    // after that.
     let w = win.clone();
     spin_until(Duration::from_secs(600), move || {
         let len = w
             .imp_conversation("demo")
             .and_then(|store| store.item(store.n_items().saturating_sub(1)))
             .and_downcast::<parley::ui::models::MessageObject>()
-            .and_then(|m| m.message())
-            .map(|m| m.text().len())
+            .map(|m| m.text_len())
             .unwrap_or(0);
-        len >= expected && w.agent("demo").is_some_and(|a| !a.answering())
+        len >= expected && w.agent("demo").is_some_and(|a| !a.answering()) && w.last_row_shown()
     });
     let painted_at = frames.borrow().len();
     spin_until(Duration::from_secs(30), || frames.borrow().len() > painted_at);
     let total = t.elapsed();
     clock.disconnect(handler);
+    if let Some(path) = std::env::var_os("PARLEY_BENCH_SCREENSHOT") {
+        // What was on screen at the end, to look at.
+        let paintable = gtk::WidgetPaintable::new(Some(&win));
+        let snapshot = gtk::Snapshot::new();
+        paintable.snapshot(&snapshot, f64::from(win.width()), f64::from(win.height()));
+        if let (Some(node), Some(renderer)) = (snapshot.to_node(), win.renderer()) {
+            let _ = renderer.render_texture(&node, None).save_to_png(path);
+        }
+    }
     let frames = frames.borrow();
     let worst = frames.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
     let over_50 = frames
@@ -166,6 +180,225 @@ fn main() {
     app.register(gtk::gio::Cancellable::NONE).expect("register");
     let _hold = app.hold();
     parley::ui::application::load_css();
+    // `-- 20000` measures one stream (for profiling), `-- long` the long
+    // conversation alone.
+    if std::env::args().any(|a| a == "long") {
+        long_figure(&app);
+        return;
+    }
+    if std::env::args().any(|a| a == "memory") {
+        idle_memory_figure(&app);
+        return;
+    }
+    let sizes: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
+    if sizes.is_empty() {
+        startup_figure();
+        idle_memory_figure(&app);
+        long_figure(&app);
+    }
+    let sizes = if sizes.is_empty() {
+        vec![2_000, 20_000, 100_000]
+    } else {
+        sizes
+    };
+    for n in sizes {
+        stream_figure(&app, n);
+    }
+}
+
+/// Resident memory of this process, in KB.
+fn rss_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+/// Message `i` of the long conversation: a question, an answer with a
+/// code block, an edit with its diff, a command with output, in turn.
+fn long_message(i: usize) -> parley::core::chat::message::Message {
+    use parley::core::chat::message::{Diff, Location, Message, Part, Role, ToolCall};
+    let role = if i % 4 == 0 { Role::User } else { Role::Agent };
+    let mut m = Message::new(format!("m{i}"), "demo", role);
+    let code: String = (0..12)
+        .map(|l| format!("    let value_{l} = compute({i}, {l}); // step {l}\n"))
+        .collect();
+    match i % 4 {
+        0 => m.parts.push(Part::Text {
+            text: format!("Question {i}: why does `parse_config` fail on the file in src/{i}.rs?"),
+        }),
+        1 => m.parts.push(Part::Text {
+            text: format!(
+                "The **parser** rejects the trailing comma in item {i}. Here is the fix:\n\n```rust\nfn fixed_{i}() {{\n{code}}}\n```\n\nAfter that, `cargo test` passes; *nothing else* changes."
+            ),
+        }),
+        2 => {
+            let old: String = (0..10).map(|l| format!("line {l} of file {i}\n")).collect();
+            let new = old.replace("line 3", "line three").replace("line 7", "line seven");
+            m.parts.push(Part::Tool(ToolCall {
+                id: format!("t{i}"),
+                title: format!("Edit src/module_{i}.rs"),
+                kind: "edit".into(),
+                status: "completed".into(),
+                locations: vec![Location {
+                    path: format!("src/module_{i}.rs"),
+                    line: Some(3),
+                }],
+                diffs: vec![Diff {
+                    path: format!("src/module_{i}.rs"),
+                    old_text: old,
+                    new_text: new,
+                    new_file: false,
+                }],
+                ..Default::default()
+            }));
+            m.parts.push(Part::Text {
+                text: format!("Edited module {i}."),
+            });
+        }
+        _ => m.parts.push(Part::Tool(ToolCall {
+            id: format!("t{i}"),
+            title: "cargo test".into(),
+            kind: "execute".into(),
+            status: if i % 8 == 3 { "failed" } else { "completed" }.into(),
+            output: (0..6).map(|l| format!("test case_{l} ... ok\n")).collect(),
+            ..Default::default()
+        })),
+    }
+    m
+}
+
+fn long_figure(app: &adw::Application) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (core, rx) = core_on(dir.path());
+    let win = ParleyWindow::new(app, core.clone());
+    parley::ui::bridge::attach(&win, rx);
+    win.set_default_size(1100, 720);
+    win.present();
+    spin_until(Duration::from_secs(10), || win.is_mapped());
+    win.select_agent("demo");
+    spin_until(Duration::from_millis(500), || false);
+    let store = win.conversation("demo");
+    let base = rss_kb();
+    let mut memory = Vec::new();
+    for upto in [500, 1000, 2000] {
+        let objects: Vec<parley::ui::models::MessageObject> = (store.n_items() as usize..upto)
+            .map(|i| parley::ui::models::MessageObject::new(long_message(i)))
+            .collect();
+        store.splice(store.n_items(), 0, &objects);
+        win.update_messages_page();
+        spin_until(Duration::from_millis(500), || false);
+        memory.push((upto, rss_kb()));
+    }
+    let scroller = win.imp().messages_scroller.get();
+    let adj = scroller.vadjustment();
+    win.imp().stick_to_bottom.set(false);
+    adj.set_value(0.0);
+    spin_until(Duration::from_millis(500), || false);
+
+    let clock = win.frame_clock().expect("frame clock");
+    let starts: Rc<RefCell<Option<Instant>>> = Rc::default();
+    let frames: Rc<RefCell<Vec<(Instant, Duration)>>> = Rc::default();
+    let s = starts.clone();
+    let h1 = clock.connect_update(move |_| {
+        s.borrow_mut().get_or_insert_with(Instant::now);
+    });
+    let (s, f) = (starts.clone(), frames.clone());
+    let h2 = clock.connect_after_paint(move |_| {
+        if let Some(start) = s.borrow_mut().take() {
+            f.borrow_mut().push((Instant::now(), start.elapsed()));
+        }
+    });
+    // A third of a page a frame, as a fast flick does.
+    let a = adj.clone();
+    let tick = scroller.add_tick_callback(move |_, _| {
+        let step = a.page_size() / 3.0;
+        a.set_value((a.value() + step).min(a.upper() - a.page_size()));
+        glib::ControlFlow::Continue
+    });
+    let a = adj.clone();
+    let t = Instant::now();
+    spin_until(Duration::from_secs(120), move || {
+        a.value() >= a.upper() - a.page_size() - 1.0
+    });
+    let took = t.elapsed();
+    tick.remove();
+    clock.disconnect(h1);
+    clock.disconnect(h2);
+    let frames = frames.borrow();
+    let worst = frames.iter().map(|f| f.1).max().unwrap_or_default();
+    let gap = frames
+        .windows(2)
+        .map(|w| w[1].0 - w[0].0)
+        .max()
+        .unwrap_or_default();
+    let over_16 = frames.iter().filter(|f| f.1 > Duration::from_millis(16)).count();
+    println!(
+        "long conversation: 2,000 messages scrolled top to bottom in {:.1} s, {} frames; longest frame {:.1} ms, {over_16} over 16 ms; longest gap between frames {:.1} ms",
+        took.as_secs_f64(),
+        frames.len(),
+        worst.as_secs_f64() * 1e3,
+        gap.as_secs_f64() * 1e3
+    );
+    let rows = win.imp().messages_view.model().map_or(0, |m| m.n_items());
+    println!(
+        "long conversation memory: window with no message {:.1} MB; {} ({rows} rows at 2,000)",
+        base as f64 / 1024.0,
+        memory
+            .iter()
+            .map(|(n, kb)| format!("{n} messages +{:.1} MB", (kb - base) as f64 / 1024.0))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    win.close();
+    parley::ui::runtime::runtime().block_on(core.shutdown());
+}
+
+/// The window's resident memory, idle with 4 demo agents ready.
+fn idle_memory_figure(app: &adw::Application) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("config.json");
+    let agents: Vec<serde_json::Value> = (1..=4)
+        .map(|i| serde_json::json!({"name": format!("demo{i}"), "title": format!("Demo {i}"), "command": demo()}))
+        .collect();
+    std::fs::write(
+        &path,
+        serde_json::json!({"agents": agents, "channels": []}).to_string(),
+    )
+    .expect("write");
+    let (core, rx) = parley::ui::runtime::start_core(Options {
+        config_path: Some(path),
+        watch: false,
+        ..Default::default()
+    })
+    .expect("core");
+    let win = ParleyWindow::new(app, core.clone());
+    parley::ui::bridge::attach(&win, rx);
+    win.set_default_size(1100, 720);
+    win.present();
+    spin_until(Duration::from_secs(10), || win.is_mapped());
+    let before = rss_kb();
+    for i in 1..=4 {
+        parley::ui::runtime::runtime()
+            .block_on(core.supervisor.start(&format!("demo{i}")))
+            .expect("start");
+    }
+    win.select_agent("demo1");
+    spin_until(Duration::from_secs(1), || false);
+    println!(
+        "idle memory: the window (with its core) and 4 demo agents ready: {:.1} MB resident ({:.1} MB before the agents started; the agents are processes of their own)",
+        rss_kb() as f64 / 1024.0,
+        before as f64 / 1024.0
+    );
+    win.close();
+    parley::ui::runtime::runtime().block_on(core.shutdown());
+}
+
+fn startup_figure() {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut times: Vec<Duration> = (0..7).map(|_| startup(dir.path())).collect();
     times.sort();
@@ -175,16 +408,12 @@ fn main() {
         times[0].as_secs_f64() * 1e3,
         times[6].as_secs_f64() * 1e3
     );
-    // `-- 20000` measures one size (for profiling).
-    let sizes: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
-    let sizes = if sizes.is_empty() {
-        vec![2_000, 20_000, 100_000]
-    } else {
-        sizes
-    };
-    for n in sizes {
+}
+
+fn stream_figure(app: &adw::Application, n: usize) {
+    {
         let core = core_time(n);
-        let (total, worst, frames, over_50) = window_time(&app, n);
+        let (total, worst, frames, over_50) = window_time(app, n);
         println!(
             "stream {n:>7} chunks: window {:>8.1} ms, core {:>7.1} ms, ratio {:>6.2} (goal ≤ 1.5); {frames} frames, longest gap {:>6.1} ms, {over_50} over 50 ms",
             total.as_secs_f64() * 1e3,

@@ -13,8 +13,10 @@ use crate::core::supervisor::lifecycle::AgentState;
 use crate::ui::models::{AgentObject, MessageObject};
 use crate::ui::window::ParleyWindow;
 
-/// The most events applied in one frame; the rest wait for the next.
-const MAX_PER_FRAME: usize = 5000;
+/// The most events applied in one frame; the rest wait for the next. Text
+/// deltas are cheap to apply (the rows are redrawn once per frame, not per
+/// event), so this is high: a flooding agent sends ~6,000 chunks a frame.
+const MAX_PER_FRAME: usize = 50_000;
 
 pub fn attach(win: &ParleyWindow, rx: EventReceiver) {
     let weak = win.downgrade();
@@ -37,7 +39,61 @@ pub fn attach_app(app: &adw::Application, rx: EventReceiver) {
     });
 }
 
+/// Merged text deltas are forwarded once they reach this size, so that a
+/// flood still reaches the window in pieces.
+const MAX_MERGED: usize = 256 * 1024;
+
+/// Appends `next` to `into` when both are text of the same part.
+fn merge(into: &mut Event, next: &Event) -> bool {
+    let (Event::MessageDelta(a), Event::MessageDelta(b)) = (into, next) else {
+        return false;
+    };
+    let (Some(text), Some(more)) = (a.text.as_mut(), b.text.as_ref()) else {
+        return false;
+    };
+    let same = a.index == b.index && a.kind == b.kind && a.message_id == b.message_id && a.agent == b.agent;
+    if !same || text.len() >= MAX_MERGED {
+        return false;
+    }
+    text.push_str(more);
+    true
+}
+
+/// A thread between the core and the main loop that joins consecutive text
+/// deltas of one part into one event: a flooding agent sends some 20,000
+/// chunks a frame, and receiving, applying and dropping each on the main
+/// thread cost ~8 ms a frame (BENCHMARKS.md). Order is kept: only
+/// neighbours are joined.
+fn coalesce(rx: EventReceiver) -> EventReceiver {
+    let (tx, out) = crate::core::events::channel();
+    let input = rx.clone();
+    let spawned = std::thread::Builder::new()
+        .name("parley-coalesce".into())
+        .spawn(move || {
+            while let Ok(mut pending) = input.recv_blocking() {
+                while let Ok(next) = input.try_recv() {
+                    if !merge(&mut pending, &next)
+                        && tx.send_blocking(std::mem::replace(&mut pending, next)).is_err()
+                    {
+                        return;
+                    }
+                }
+                if tx.send_blocking(pending).is_err() {
+                    return;
+                }
+            }
+        });
+    match spawned {
+        Ok(_) => out,
+        Err(e) => {
+            tracing::warn!("no thread to join text deltas in ({e}); the window takes them one by one");
+            rx
+        }
+    }
+}
+
 fn drain(rx: EventReceiver, windows: impl Fn() -> Vec<ParleyWindow> + 'static) {
+    let rx = coalesce(rx);
     glib::MainContext::default().spawn_local(async move {
         while let Ok(first) = rx.recv().await {
             let mut batch = vec![first];
@@ -69,6 +125,7 @@ fn find_message(store: &gio::ListStore, id: &str) -> Option<(u32, MessageObject)
 pub fn apply(win: &ParleyWindow, batch: Vec<Event>) {
     let mut dirty: Vec<MessageObject> = Vec::new();
     let mut dirty_ids: HashSet<String> = HashSet::new();
+    let mut last_delta: Option<(String, String, MessageObject)> = None;
     let mut refresh_agents = false;
     let mut header = false;
     let mut follow = false;
@@ -113,11 +170,12 @@ pub fn apply(win: &ParleyWindow, batch: Vec<Event>) {
                 }
             }
             Event::MessageUpdated(u) => {
+                last_delta = None;
                 follow |= selected.as_deref() == Some(&u.agent);
                 let Some(store) = open(&u.agent) else { continue };
                 match find_message(&store, &u.message.id) {
                     Some((i, m)) => {
-                        let was_queued = m.message().is_some_and(|old| old.queued);
+                        let was_queued = m.with(|old| old.queued).unwrap_or(false);
                         if was_queued && !u.message.queued && u.message.error.is_none() {
                             // Sent now: it moves after the answer it waited for.
                             store.remove(i);
@@ -137,13 +195,22 @@ pub fn apply(win: &ParleyWindow, batch: Vec<Event>) {
                 }
             }
             Event::MessageDelta(d) => {
+                // A stream is thousands of deltas in a row to one message:
+                // the last one found is tried first.
+                if let Some((agent, id, m)) = &last_delta {
+                    if *agent == d.agent && *id == d.message_id {
+                        m.apply_delta(d.index, d.kind, d.text.as_deref(), d.part.as_ref());
+                        continue;
+                    }
+                }
                 follow |= selected.as_deref() == Some(&d.agent);
                 let Some(store) = open(&d.agent) else { continue };
                 if let Some((_, m)) = find_message(&store, &d.message_id) {
                     m.apply_delta(d.index, d.kind, d.text.as_deref(), d.part.as_ref());
-                    if dirty_ids.insert(d.message_id) {
-                        dirty.push(m);
+                    if dirty_ids.insert(d.message_id.clone()) {
+                        dirty.push(m.clone());
                     }
+                    last_delta = Some((d.agent, d.message_id, m));
                 }
             }
             Event::TurnChanged(t) => {

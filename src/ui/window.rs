@@ -11,7 +11,7 @@ use gtk::{gdk, gio, glib};
 use crate::core::events::PermissionRequest;
 use crate::core::services::Core;
 use crate::i18n::{gettext, gettext_f};
-use crate::ui::models::{AgentObject, MessageObject};
+use crate::ui::models::{AgentObject, MessageObject, RowObject};
 use crate::ui::runtime;
 use crate::ui::widgets::{AgentRow, MessageRow};
 
@@ -71,6 +71,9 @@ pub mod imp {
         pub logs: RefCell<HashMap<String, VecDeque<String>>>,
         pub selected: RefCell<Option<String>>,
         pub stick_to_bottom: std::cell::Cell<bool>,
+        /// Rows on screen wait to be revealed (`reveal_on_layout`).
+        pub reveal_pending: std::cell::Cell<bool>,
+        pub reveal_handler: RefCell<Option<(gtk::gdk::FrameClock, glib::SignalHandlerId)>>,
         pub settings: OnceCell<Option<gio::Settings>>,
         pub completion: OnceCell<std::rc::Rc<crate::ui::widgets::slash_completion::SlashCompletion>>,
     }
@@ -349,8 +352,16 @@ impl ParleyWindow {
             return;
         };
         let store = self.conversation(name);
+        // The list shows rows, several per long message (see `RowObject`).
+        let rows = gtk::MapListModel::new(Some(store), |m| {
+            m.downcast_ref::<MessageObject>()
+                .map(|m| m.rows())
+                .unwrap_or_else(gio::ListStore::new::<RowObject>)
+                .upcast()
+        });
+        let flat = gtk::FlattenListModel::new(Some(rows));
         imp.messages_view
-            .set_model(Some(&gtk::NoSelection::new(Some(store.clone()))));
+            .set_model(Some(&gtk::NoSelection::new(Some(flat))));
         imp.content_stack.set_visible_child_name("conversation");
         imp.stick_to_bottom.set(true);
         self.update_header();
@@ -404,13 +415,16 @@ impl ParleyWindow {
                 let Some(item) = item.downcast_ref::<gtk::ListItem>() else {
                     return;
                 };
-                if let (Some(row), Some(m)) = (
+                if let (Some(widget), Some(row)) = (
                     item.child().and_downcast::<MessageRow>(),
-                    item.item().and_downcast::<MessageObject>(),
+                    item.item().and_downcast::<RowObject>(),
                 ) {
-                    let agent = m.message().map(|m| m.agent).unwrap_or_default();
+                    let agent = row
+                        .message()
+                        .and_then(|m| m.with(|m| m.agent.clone()))
+                        .unwrap_or_default();
                     let title = win.agent(&agent).map(|a| a.title()).unwrap_or(agent);
-                    row.bind(&m, &title);
+                    widget.bind(&row, &title);
                 }
             }
         ));
@@ -424,24 +438,220 @@ impl ParleyWindow {
         });
         let imp = self.imp();
         imp.messages_view.set_factory(Some(&factory));
+        // After each layout, rows that came near the visible area are laid
+        // out for real (see `MessageRow::reveal`); the frame clock runs the
+        // layout phase again for them before painting.
+        imp.messages_view.connect_realize(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |view| {
+                let Some(clock) = view.frame_clock() else { return };
+                let weak = win.downgrade();
+                // Connected "after": the window's own handler, which
+                // allocates the rows, has run.
+                let handler = clock.connect_local("layout", true, move |_| {
+                    if let Some(win) = weak.upgrade() {
+                        win.reveal_on_layout();
+                    }
+                    None
+                });
+                win.imp().reveal_handler.replace(Some((clock, handler)));
+            }
+        ));
+        imp.messages_view.connect_unrealize(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_| {
+                if let Some((clock, handler)) = win.imp().reveal_handler.take() {
+                    clock.disconnect(handler);
+                }
+            }
+        ));
         let adj = imp.messages_scroller.vadjustment();
         adj.connect_value_changed(glib::clone!(
             #[weak(rename_to = win)]
             self,
             move |a| {
-                let at_bottom = a.value() + a.page_size() >= a.upper() - 48.0;
-                win.imp().stick_to_bottom.set(at_bottom);
+                if a.value() + a.page_size() >= a.upper() - 48.0 {
+                    win.imp().stick_to_bottom.set(true);
+                }
             }
         ));
+        // Only the user stops the following: the list view itself moves
+        // the value when rows above the visible ones change height, which
+        // is no reason to stop showing the end of a stream.
+        let scroll = gtk::EventControllerScroll::new(gtk::EventControllerScrollFlags::VERTICAL);
+        scroll.set_propagation_phase(gtk::PropagationPhase::Capture);
+        scroll.connect_scroll(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            #[upgrade_or]
+            glib::Propagation::Proceed,
+            move |_, _, dy| {
+                if dy < 0.0 {
+                    win.imp().stick_to_bottom.set(false);
+                }
+                glib::Propagation::Proceed
+            }
+        ));
+        imp.messages_scroller.add_controller(scroll);
+        imp.messages_scroller.connect_scroll_child(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            #[upgrade_or]
+            false,
+            move |_, kind, _| {
+                use gtk::ScrollType::*;
+                if matches!(kind, StepUp | PageUp | Start | StepBackward | PageBackward) {
+                    win.imp().stick_to_bottom.set(false);
+                }
+                false
+            }
+        ));
+        let grab = gtk::GestureClick::new();
+        grab.set_propagation_phase(gtk::PropagationPhase::Capture);
+        grab.connect_pressed(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, _, _, _| win.imp().stick_to_bottom.set(false)
+        ));
+        imp.messages_scroller.vscrollbar().add_controller(grab);
+        // The list view changes its adjustment while it allocates, with its
+        // own value-changed handler blocked: a value set from here would be
+        // lost to it (it would keep showing the old rows), so the scroll
+        // waits for the allocation to end.
         adj.connect_changed(glib::clone!(
             #[weak(rename_to = win)]
             self,
             move |_| {
                 if win.imp().stick_to_bottom.get() {
-                    win.scroll_to_bottom();
+                    let weak = win.downgrade();
+                    glib::idle_add_local_full(glib::Priority::HIGH, move || {
+                        if let Some(win) = weak.upgrade() {
+                            if win.imp().stick_to_bottom.get() {
+                                win.scroll_to_bottom();
+                            }
+                        }
+                        glib::ControlFlow::Break
+                    });
                 }
             }
         ));
+    }
+
+    /// After a layout: rows on screen that are still stand-ins are revealed
+    /// before the next frame. Not during the layout itself: that lays out
+    /// again, more rows may come into view, and GDK gives up after four
+    /// rounds, leaving the list unallocated for good.
+    fn reveal_on_layout(&self) {
+        let imp = self.imp();
+        if imp.reveal_pending.get() || !self.reveal_visible_rows(false) {
+            return;
+        }
+        imp.reveal_pending.set(true);
+        let weak = self.downgrade();
+        glib::idle_add_local_full(glib::Priority::HIGH, move || {
+            if let Some(win) = weak.upgrade() {
+                win.imp().reveal_pending.set(false);
+                win.reveal_visible_rows(true);
+            }
+            glib::ControlFlow::Break
+        });
+    }
+
+    /// The list view's row widgets and the rows they show.
+    fn bound_rows(&self) -> HashMap<RowObject, (gtk::Widget, MessageRow)> {
+        let mut out = HashMap::new();
+        let mut child = self.imp().messages_view.first_child();
+        while let Some(c) = child {
+            if let Some(widget) = c.first_child().and_downcast::<MessageRow>() {
+                if let Some(row) = widget.row() {
+                    out.insert(row, (c.clone(), widget));
+                }
+            }
+            child = c.next_sibling();
+        }
+        out
+    }
+
+    /// While following a stream, the rows that will fill the page are the
+    /// last ones: they are revealed before the frame that shows them.
+    fn reveal_bottom_rows(&self) {
+        let imp = self.imp();
+        let Some(model) = imp.messages_view.model() else {
+            return;
+        };
+        let page = imp.messages_scroller.height();
+        let bound = self.bound_rows();
+        let mut filled = 0;
+        let mut i = model.n_items();
+        while i > 0 && filled < page {
+            i -= 1;
+            let Some(row) = model.item(i).and_downcast::<RowObject>() else {
+                break;
+            };
+            let Some((_, widget)) = bound.get(&row) else { break };
+            widget.reveal();
+            let (_, natural, _, _) = widget.measure(gtk::Orientation::Vertical, widget.width().max(1));
+            filled += natural.max(1);
+        }
+    }
+
+    /// Reveals the lazy rows on screen (the list view allocates only those;
+    /// others have no size), or with `reveal` false only tells whether
+    /// there are any.
+    fn reveal_visible_rows(&self, reveal: bool) -> bool {
+        let imp = self.imp();
+        let scroller = imp.messages_scroller.get();
+        if !scroller.is_mapped() {
+            return false;
+        }
+        let page = scroller.height() as f32;
+        let mut found = false;
+        for (c, row) in self.bound_rows().into_values() {
+            if !row.is_lazy() {
+                continue;
+            }
+            let visible = c
+                .compute_bounds(&scroller)
+                .is_some_and(|b| b.height() > 0.0 && b.y() + b.height() > 0.0 && b.y() < page);
+            if visible {
+                found = true;
+                if reveal {
+                    row.reveal();
+                }
+            }
+        }
+        found
+    }
+
+    /// Whether the conversation's last row is drawn for real and on screen
+    /// (for the benchmarks: "the last chunk is on screen").
+    pub fn last_row_shown(&self) -> bool {
+        let imp = self.imp();
+        let scroller = imp.messages_scroller.get();
+        let Some(model) = imp.messages_view.model() else {
+            return false;
+        };
+        let Some(last) = model
+            .item(model.n_items().saturating_sub(1))
+            .and_downcast::<RowObject>()
+        else {
+            return false;
+        };
+        let page = scroller.height() as f32;
+        let mut child = imp.messages_view.first_child();
+        while let Some(c) = child {
+            if let Some(row) = c.first_child().and_downcast::<MessageRow>() {
+                if row.row().as_ref() == Some(&last) {
+                    return !row.is_lazy()
+                        && c.compute_bounds(&scroller)
+                            .is_some_and(|b| b.height() > 0.0 && b.y() < page && b.y() + b.height() > 0.0);
+                }
+            }
+            child = c.next_sibling();
+        }
+        false
     }
 
     pub fn scroll_to_bottom(&self) {
@@ -455,24 +665,22 @@ impl ParleyWindow {
         if !self.imp().stick_to_bottom.get() {
             return;
         }
-        let Some(agent) = self.selected_agent() else {
+        if self.selected_agent().is_none() {
             return;
-        };
-        let n = self.conversation(&agent).n_items();
+        }
+        let n = self.imp().messages_view.model().map_or(0, |m| m.n_items());
         if n > 0 {
-            // Row heights are known only once laid out: bring the last row
-            // in, then go to the very end after the next layout.
+            // Row heights are known only once laid out: the last row is
+            // brought in (which moves the list view's anchor: a value set on
+            // the adjustment alone may be refused by it while rows' heights
+            // are estimates), then the end when the allocation changes the
+            // adjustment (above).
             let _ = WidgetExt::activate_action(
                 &*self.imp().messages_view,
                 "list.scroll-to-item",
                 Some(&(n - 1).to_variant()),
             );
-            let weak = self.downgrade();
-            glib::idle_add_local_once(move || {
-                if let Some(win) = weak.upgrade() {
-                    win.scroll_to_bottom();
-                }
-            });
+            self.reveal_bottom_rows();
         }
     }
 

@@ -1,23 +1,35 @@
-//! One message of a conversation. The core's message is kept as it is; the
-//! `revision` property tells rows to redraw after the bridge changed it.
+//! One message of a conversation. The core's message is kept as it is; its
+//! rows (see `RowObject`) are what the list shows, kept in step by
+//! [`MessageObject::changed`], which redraws only the rows that changed.
 
 use std::cell::{Cell, RefCell};
 
+use gtk::gio;
+use gtk::gio::prelude::*;
 use gtk::glib;
-use gtk::glib::prelude::*;
 use gtk::glib::subclass::prelude::*;
 
-use crate::core::chat::message::{Message, Part};
+use super::row_object::{RowKind, RowObject, Stamp};
+use super::segments;
+use crate::core::chat::message::{Message, Part, Role};
 
 mod imp {
     use super::*;
 
-    #[derive(Default, glib::Properties)]
-    #[properties(wrapper_type = super::MessageObject)]
+    #[derive(Default)]
     pub struct MessageObject {
-        #[property(get)]
-        pub revision: Cell<u64>,
         pub message: RefCell<Option<Message>>,
+        pub rows: RefCell<Option<gio::ListStore>>,
+        /// A counter per part, moved on every change of that part.
+        pub part_revs: RefCell<Vec<u64>>,
+        /// Moved when the header or footer may have changed (a whole
+        /// message from the core).
+        pub meta_rev: Cell<u64>,
+        /// Per text part: the ends of its fixed segments.
+        pub cuts: RefCell<Vec<Vec<usize>>>,
+        /// Moved when a text part's segments were dropped (its text was
+        /// replaced, not extended).
+        pub cut_epoch: Cell<u64>,
     }
 
     #[glib::object_subclass]
@@ -26,7 +38,6 @@ mod imp {
         type Type = super::MessageObject;
     }
 
-    #[glib::derived_properties]
     impl ObjectImpl for MessageObject {}
 }
 
@@ -34,62 +45,209 @@ glib::wrapper! {
     pub struct MessageObject(ObjectSubclass<imp::MessageObject>);
 }
 
+/// Whether part `part` of `m` is streamed Markdown cut into segments (an
+/// agent's or Parley's text; a user's text is shown as typed).
+fn segmented(m: &Message, part: &Part) -> bool {
+    matches!(part, Part::Text { .. }) && m.role != Role::User
+}
+
 impl MessageObject {
     pub fn new(message: Message) -> Self {
         let o: Self = glib::Object::new();
         o.imp().message.replace(Some(message));
+        o.imp().rows.replace(Some(gio::ListStore::new::<RowObject>()));
+        o.sync_rows();
         o
     }
 
     pub fn id(&self) -> String {
-        self.imp()
-            .message
-            .borrow()
-            .as_ref()
-            .map(|m| m.id.clone())
-            .unwrap_or_default()
+        self.with(|m| m.id.clone()).unwrap_or_default()
     }
 
+    /// A copy of the message (for the whole of it; prefer [`Self::with`]).
     pub fn message(&self) -> Option<Message> {
         self.imp().message.borrow().clone()
     }
 
+    /// Reads the message in place: a streamed answer can be megabytes.
+    pub fn with<R>(&self, f: impl FnOnce(&Message) -> R) -> Option<R> {
+        self.imp().message.borrow().as_ref().map(f)
+    }
+
+    /// The rows the conversation list shows for this message.
+    pub fn rows(&self) -> gio::ListStore {
+        self.imp()
+            .rows
+            .borrow()
+            .clone()
+            .unwrap_or_else(gio::ListStore::new::<RowObject>)
+    }
+
+    /// Takes the core's whole message (`message:updated`).
     pub fn replace(&self, message: Message) {
-        self.imp().message.replace(Some(message));
+        let imp = self.imp();
+        {
+            let old = imp.message.borrow();
+            let mut cuts = imp.cuts.borrow_mut();
+            // Segments stay only where the new text still begins with what
+            // they cover; anything else is cut again.
+            for (i, c) in cuts.iter_mut().enumerate() {
+                let (Some(end), Some(Part::Text { text: old })) =
+                    (c.last().copied(), old.as_ref().and_then(|m| m.parts.get(i)))
+                else {
+                    continue;
+                };
+                let kept = match message.parts.get(i) {
+                    Some(Part::Text { text }) => text.get(..end) == old.get(..end),
+                    _ => false,
+                };
+                if !kept {
+                    c.clear();
+                    imp.cut_epoch.set(imp.cut_epoch.get() + 1);
+                }
+            }
+        }
+        imp.message.replace(Some(message));
+        for r in imp.part_revs.borrow_mut().iter_mut() {
+            *r += 1;
+        }
+        imp.meta_rev.set(imp.meta_rev.get() + 1);
     }
 
     /// Applies a `message:delta` without telling the rows yet.
     pub fn apply_delta(&self, index: usize, kind: &str, text: Option<&str>, part: Option<&Part>) {
-        let mut slot = self.imp().message.borrow_mut();
-        let Some(m) = slot.as_mut() else { return };
-        match (text, part) {
-            (Some(t), _) => {
-                if index >= m.parts.len() {
-                    m.parts.push(if kind == "thought" {
-                        Part::Thought { text: String::new() }
+        let imp = self.imp();
+        {
+            let mut slot = imp.message.borrow_mut();
+            let Some(m) = slot.as_mut() else { return };
+            match (text, part) {
+                (Some(t), _) => {
+                    if index >= m.parts.len() {
+                        m.parts.push(if kind == "thought" {
+                            Part::Thought { text: String::new() }
+                        } else {
+                            Part::Text { text: String::new() }
+                        });
+                    }
+                    if let Some(Part::Text { text } | Part::Thought { text }) = m.parts.get_mut(index) {
+                        text.push_str(t);
+                    }
+                }
+                (None, Some(p)) => {
+                    if index < m.parts.len() {
+                        m.parts[index] = p.clone();
                     } else {
-                        Part::Text { text: String::new() }
-                    });
+                        m.parts.push(p.clone());
+                    }
                 }
-                if let Some(Part::Text { text } | Part::Thought { text }) = m.parts.get_mut(index) {
-                    text.push_str(t);
-                }
+                _ => return,
             }
-            (None, Some(p)) => {
-                if index < m.parts.len() {
-                    m.parts[index] = p.clone();
-                } else {
-                    m.parts.push(p.clone());
-                }
-            }
-            _ => {}
+        }
+        let mut revs = imp.part_revs.borrow_mut();
+        if let Some(r) = revs.get_mut(index) {
+            *r += 1;
         }
     }
 
-    /// Tells bound rows to redraw.
+    /// The length of the message's text, for the benchmarks.
+    pub fn text_len(&self) -> usize {
+        self.with(|m| {
+            m.parts
+                .iter()
+                .map(|p| match p {
+                    Part::Text { text } => text.len(),
+                    _ => 0,
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+    }
+
+    /// Brings the rows in step with the message: new segments are added,
+    /// rows that changed are told to redraw, the others are left alone.
     pub fn changed(&self) {
+        self.sync_rows();
+    }
+
+    fn sync_rows(&self) {
         let imp = self.imp();
-        imp.revision.set(imp.revision.get() + 1);
-        self.notify_revision();
+        let Some(rows) = imp.rows.borrow().clone() else {
+            return;
+        };
+        let want = {
+            let message = imp.message.borrow();
+            let Some(m) = message.as_ref() else { return };
+            let mut revs = imp.part_revs.borrow_mut();
+            revs.resize(m.parts.len(), 0);
+            let mut cuts = imp.cuts.borrow_mut();
+            cuts.resize_with(m.parts.len(), Vec::new);
+            let epoch = imp.cut_epoch.get();
+            let mut want: Vec<(RowKind, (u64, u64))> = Vec::new();
+            for (i, part) in m.parts.iter().enumerate() {
+                match part {
+                    Part::Text { text } if segmented(m, part) => {
+                        let c = &mut cuts[i];
+                        let from = c.last().copied().unwrap_or(0);
+                        segments::boundaries(text, from, c);
+                        let mut start = 0;
+                        for &end in c.iter() {
+                            want.push((
+                                RowKind::Text {
+                                    part: i,
+                                    start,
+                                    end: Some(end),
+                                },
+                                (end as u64, epoch),
+                            ));
+                            start = end;
+                        }
+                        if start < text.len() || c.is_empty() {
+                            let kind = RowKind::Text {
+                                part: i,
+                                start,
+                                end: None,
+                            };
+                            want.push((kind, (text.len() as u64, revs[i])));
+                        }
+                    }
+                    _ => want.push((RowKind::Part(i), (revs[i], epoch))),
+                }
+            }
+            if want.is_empty() {
+                want.push((RowKind::Empty, (0, 0)));
+            }
+            want
+        };
+        let meta = imp.meta_rev.get();
+        let last = want.len() - 1;
+        let stamp = |i: usize, content: (u64, u64)| Stamp {
+            content,
+            first: i == 0,
+            last: i == last,
+            meta: if i == 0 || i == last { meta } else { 0 },
+        };
+        // Rows are matched from the start: a streamed message only grows at
+        // its end, so all but its last rows are kept as they are.
+        let n_old = rows.n_items() as usize;
+        let mut kept = 0;
+        while kept < n_old.min(want.len()) {
+            let Some(row) = rows.item(kept as u32).and_downcast::<RowObject>() else {
+                break;
+            };
+            let (kind, content) = want[kept];
+            if !row.kind().same_row(kind) {
+                break;
+            }
+            row.update(kind, stamp(kept, content));
+            kept += 1;
+        }
+        if kept < n_old || kept < want.len() {
+            let added: Vec<RowObject> = want[kept..]
+                .iter()
+                .enumerate()
+                .map(|(j, &(kind, content))| RowObject::new(self, kind, stamp(kept + j, content)))
+                .collect();
+            rows.splice(kept as u32, (n_old - kept) as u32, &added);
+        }
     }
 }

@@ -1,7 +1,8 @@
-//! A message of the conversation: Markdown text, thoughts (collapsed), tool
-//! cards with their diffs, the plan, and how the message ended.
+//! A row of the conversation: a piece of a message (see `RowObject`):
+//! Markdown text, thoughts (collapsed), tool cards with their diffs, the
+//! plan; the first row of a message has its header, the last how it ended.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use gtk::glib;
 use gtk::prelude::*;
@@ -11,7 +12,7 @@ use sourceview5::prelude::*;
 use crate::core::chat::message::{Message, Part, Role, ToolCall};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::{self, Block};
-use crate::ui::models::MessageObject;
+use crate::ui::models::{RowKind, RowObject};
 
 mod imp {
     use super::*;
@@ -25,11 +26,11 @@ mod imp {
         pub parts: TemplateChild<gtk::Box>,
         #[template_child]
         pub footer: TemplateChild<gtk::Label>,
-        pub bound: RefCell<Option<(MessageObject, glib::SignalHandlerId)>>,
+        pub bound: RefCell<Option<(RowObject, glib::SignalHandlerId)>>,
         pub agent_title: RefCell<String>,
-        /// What each part's widgets show now, so a change rebuilds only
-        /// what changed.
-        pub slots: RefCell<Vec<super::Slot>>,
+        /// Whether the row's text is laid out, or only stands in for it at
+        /// its estimated height (see [`super::MessageRow::reveal`]).
+        pub revealed: Cell<bool>,
     }
 
     #[glib::object_subclass]
@@ -69,6 +70,10 @@ fn label(markup: &str) -> gtk::Label {
     l.set_markup(markup);
     l.set_wrap(true);
     l.set_wrap_mode(gtk::pango::WrapMode::WordChar);
+    // Without a width in characters, GTK measures a wrapping label's
+    // minimum width by laying it out a character per line: 5 ms for 1 KB
+    // (BENCHMARKS.md). Messages are never that narrow anyway.
+    l.set_width_chars(20);
     l.set_xalign(0.0);
     l.set_selectable(true);
     l
@@ -206,54 +211,51 @@ fn plan_view(entries: &[crate::core::chat::message::PlanEntry]) -> gtk::Widget {
     b.upcast()
 }
 
-/// The widgets of one part and what they show.
-pub struct Slot {
-    part: Part,
-    container: gtk::Box,
-    text: Option<TextSlot>,
-}
-
-/// A streamed text part: the settled prefix is rendered once, block by
-/// block; only the tail is rendered again as text arrives. Without this a
-/// long answer is re-rendered whole on every frame (see BENCHMARKS.md).
-struct TextSlot {
-    settled_len: usize,
-    settled: gtk::Box,
-    tail: gtk::Box,
-}
-
-/// A tail longer than this is settled at a line break even inside a
-/// paragraph, so each frame's work stays bounded.
-const MAX_TAIL: usize = 8 * 1024;
-
-/// Where the settled prefix may end: after a blank line, or after any line
-/// once the tail is long, but never inside a code fence. `from` is a
-/// settled boundary (outside any fence).
-fn settle_boundary(text: &str, from: usize) -> usize {
-    let mut boundary = from;
+/// About the height of Markdown `md` rendered by [`append_markdown`]: its
+/// paragraphs flow (soft breaks are spaces) and wrap at `per_line`
+/// characters; list items, headings, quotes, table and code lines stand
+/// alone; blocks are 8 px apart, as in the parts box.
+fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
+    let mut lines = 0.0;
+    let mut blocks = 0u32;
+    let mut para = 0usize;
     let mut in_fence = false;
-    let mut pos = from;
-    let rest = &text[from..];
-    for line in rest.split_inclusive('\n') {
-        if !line.ends_with('\n') {
-            break; // an unfinished line is always tail
+    let wrapped = |chars: usize| (chars as f64 / per_line).ceil().max(1.0);
+    let flush = |para: &mut usize, lines: &mut f64, blocks: &mut u32| {
+        if *para > 0 {
+            *lines += wrapped(*para);
+            *blocks += 1;
+            *para = 0;
         }
-        let start = pos;
-        pos += line.len();
-        let trimmed = line.trim_start();
-        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+    };
+    for line in md.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            flush(&mut para, &mut lines, &mut blocks);
             in_fence = !in_fence;
+            blocks += u32::from(in_fence);
             continue;
         }
         if in_fence {
+            lines += wrapped(line.chars().count());
             continue;
         }
-        let blank = line.trim().is_empty() && start > from;
-        if blank || pos - boundary > MAX_TAIL {
-            boundary = pos;
+        if t.is_empty() {
+            flush(&mut para, &mut lines, &mut blocks);
+            continue;
         }
+        let numbered = t
+            .split_once(". ")
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let alone = numbered || ["#", "- ", "* ", "+ ", ">", "|"].iter().any(|p| t.starts_with(p));
+        if alone && para > 0 {
+            lines += wrapped(para);
+            para = 0;
+        }
+        para += line.chars().count() + usize::from(para > 0);
     }
-    boundary
+    flush(&mut para, &mut lines, &mut blocks);
+    (lines * line_h) as i32 + 8 * blocks.saturating_sub(1) as i32
 }
 
 fn append_markdown(target: &gtk::Box, md: &str) {
@@ -271,127 +273,173 @@ fn clear(b: &gtk::Box) {
     }
 }
 
-impl TextSlot {
-    fn new(container: &gtk::Box) -> Self {
-        let settled = gtk::Box::new(gtk::Orientation::Vertical, 8);
-        let tail = gtk::Box::new(gtk::Orientation::Vertical, 8);
-        container.append(&settled);
-        container.append(&tail);
-        TextSlot {
-            settled_len: 0,
-            settled,
-            tail,
-        }
-    }
-
-    /// Shows `text`, rendering only what is new since the last call.
-    fn update(&mut self, text: &str) {
-        let boundary = settle_boundary(text, self.settled_len);
-        if boundary > self.settled_len {
-            append_markdown(&self.settled, &text[self.settled_len..boundary]);
-            self.settled_len = boundary;
-        }
-        clear(&self.tail);
-        append_markdown(&self.tail, &text[self.settled_len..]);
-    }
-}
-
 impl MessageRow {
     pub fn new() -> Self {
         glib::Object::new()
     }
 
-    pub fn bind(&self, m: &MessageObject, agent_title: &str) {
+    pub fn bind(&self, row: &RowObject, agent_title: &str) {
         self.unbind();
         self.imp().agent_title.replace(agent_title.to_owned());
-        // A recycled row starts over for its new message.
-        self.imp().slots.borrow_mut().clear();
-        clear(&self.imp().parts);
-        let handler = m.connect_revision_notify(glib::clone!(
-            #[weak(rename_to = row)]
+        let handler = row.connect_revision_notify(glib::clone!(
+            #[weak(rename_to = this)]
             self,
-            move |m| row.render(m)
+            move |row| this.render(row)
         ));
-        self.imp().bound.replace(Some((m.clone(), handler)));
-        self.render(m);
+        self.imp().bound.replace(Some((row.clone(), handler)));
+        self.imp().revealed.set(false);
+        self.render(row);
     }
 
     pub fn unbind(&self) {
-        if let Some((m, handler)) = self.imp().bound.take() {
-            m.disconnect(handler);
+        if let Some((row, handler)) = self.imp().bound.take() {
+            row.disconnect(handler);
         }
     }
 
-    fn render(&self, m: &MessageObject) {
-        let Some(msg) = m.message() else { return };
+    /// The row it shows.
+    pub fn row(&self) -> Option<RowObject> {
+        self.imp().bound.borrow().as_ref().map(|(row, _)| row.clone())
+    }
+
+    /// Whether the row only stands in for its text so far.
+    pub fn is_lazy(&self) -> bool {
         let imp = self.imp();
-        for class in ["user", "agent", "system", "queued"] {
-            self.remove_css_class(class);
+        !imp.revealed.get()
+            && imp
+                .bound
+                .borrow()
+                .as_ref()
+                .is_some_and(|(row, _)| matches!(row.kind(), RowKind::Text { .. }))
+    }
+
+    /// Lays the row's text out. GTK 4.8's list view keeps up to 200 rows
+    /// realized around the one it is anchored to, most of them off screen;
+    /// a streamed text row is drawn for real only once the window sees it
+    /// near the visible area (`ParleyWindow::reveal_visible_rows`), and
+    /// until then is an empty box of about its height. This is what keeps a
+    /// frame short while an agent streams megabytes (BENCHMARKS.md).
+    pub fn reveal(&self) {
+        let imp = self.imp();
+        if imp.revealed.replace(true) {
+            return;
         }
-        let role = match msg.role {
-            Role::User => "user",
-            Role::Agent => "agent",
-            Role::System => "system",
-        };
-        self.add_css_class(role);
-        if msg.queued {
-            self.add_css_class("queued");
+        let row = imp.bound.borrow().as_ref().map(|(row, _)| row.clone());
+        if let Some(row) = row {
+            self.render(&row);
         }
-        imp.role.set_label(&match msg.role {
-            Role::User => gettext("You"),
-            Role::Agent => imp.agent_title.borrow().clone(),
-            Role::System => gettext("Parley"),
+    }
+
+    /// About the height of `text` laid out at the row's width, from the
+    /// font's metrics; exact enough that revealed rows barely move.
+    fn estimated_height(&self, text: &str) -> i32 {
+        // Pango measures a sample text for these: once per font is enough.
+        thread_local! {
+            static METRICS: Cell<Option<(u64, f64, f64)>> = const { Cell::new(None) };
+        }
+        let context = self.pango_context();
+        let font = context.font_description().map_or(0, |f| {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            f.hash(&mut h);
+            h.finish()
         });
-        let mut slots = imp.slots.borrow_mut();
-        if slots.len() > msg.parts.len() {
-            for slot in slots.drain(msg.parts.len()..) {
-                imp.parts.remove(&slot.container);
+        let cached = METRICS.take().filter(|(f, _, _)| *f == font);
+        let (char_w, line_h) = match cached {
+            Some((f, w, h)) => {
+                METRICS.set(Some((f, w, h)));
+                (w, h)
             }
+            None => {
+                let metrics = context.metrics(None, None);
+                let w = (metrics.approximate_char_width() as f64 / gtk::pango::SCALE as f64).max(1.0);
+                let h = ((metrics.ascent() + metrics.descent()) as f64 / gtk::pango::SCALE as f64).max(1.0);
+                METRICS.set(Some((font, w, h)));
+                (w, h)
+            }
+        };
+        // A row just made has no width yet: the nearest ancestor with one
+        // (the list view) tells.
+        let mut width = self.width();
+        let mut up = self.parent();
+        while width <= 0 {
+            let Some(w) = up else { break };
+            width = w.width();
+            up = w.parent();
         }
-        for (i, part) in msg.parts.iter().enumerate() {
-            if i == slots.len() {
-                let container = gtk::Box::new(gtk::Orientation::Vertical, 8);
-                imp.parts.append(&container);
-                let text = matches!(part, Part::Text { .. } if msg.role != Role::User)
-                    .then(|| TextSlot::new(&container));
-                slots.push(Slot {
-                    part: Part::Thought {
-                        text: String::from("\u{0}"),
-                    },
-                    container,
-                    text,
-                });
-            }
-            let slot = &mut slots[i];
-            if slot.part == *part {
-                continue;
-            }
-            match (part, slot.text.as_mut(), &slot.part) {
-                // Streamed text that grew: only the new end is rendered.
-                (Part::Text { text }, Some(t), Part::Text { text: old })
-                    if text.starts_with(old.as_str()) =>
-                {
-                    t.update(text)
-                }
-                (Part::Text { text }, Some(_), _) => {
-                    clear(&slot.container);
-                    let mut t = TextSlot::new(&slot.container);
-                    t.update(text);
-                    slot.text = Some(t);
-                }
-                _ => {
-                    clear(&slot.container);
-                    slot.text = None;
-                    slot.container.append(&part_widget(part));
+        let width = if width > 0 { width } else { 600 };
+        // The row's padding (style.css) is outside the parts box.
+        let per_line = ((width as f64 - 36.0) / char_w).max(20.0);
+        estimate_lines(text, per_line, line_h)
+    }
+
+    /// Draws the row again, whole: a row is at most a segment of a text
+    /// (see `segments`) or one part, so this stays small.
+    fn render(&self, row: &RowObject) {
+        let imp = self.imp();
+        clear(&imp.parts);
+        imp.parts.set_size_request(-1, -1);
+        let Some(m) = row.message() else { return };
+        let stamp = row.stamp();
+        m.with(|msg| {
+            // Only what differs: each change restyles the row, and a
+            // stream rebinds hundreds of rows a frame.
+            for (class, on) in [
+                ("user", msg.role == Role::User),
+                ("agent", msg.role == Role::Agent),
+                ("system", msg.role == Role::System),
+                ("queued", msg.queued),
+                ("first", stamp.first),
+                ("last", stamp.last),
+            ] {
+                if on != self.has_css_class(class) {
+                    if on {
+                        self.add_css_class(class);
+                    } else {
+                        self.remove_css_class(class);
+                    }
                 }
             }
-            slot.part = part.clone();
-        }
-        drop(slots);
-        imp.parts.set_visible(imp.parts.first_child().is_some());
-        let footer = footer_text(&msg);
-        imp.footer.set_visible(!footer.is_empty());
-        imp.footer.set_label(&footer);
+            imp.role.set_visible(stamp.first);
+            imp.role.set_label(&match msg.role {
+                Role::User => gettext("You"),
+                Role::Agent => imp.agent_title.borrow().clone(),
+                Role::System => gettext("Parley"),
+            });
+            match row.kind() {
+                RowKind::Empty => {}
+                RowKind::Part(i) => {
+                    if let Some(part) = msg.parts.get(i) {
+                        imp.parts.append(&part_widget(part));
+                    }
+                }
+                RowKind::Text { part, start, end } => {
+                    if let Some(Part::Text { text }) = msg.parts.get(part) {
+                        let slice = match end {
+                            Some(end) => text.get(start..end),
+                            None => text.get(start..),
+                        }
+                        .unwrap_or_default();
+                        if imp.revealed.get() {
+                            append_markdown(&imp.parts, slice);
+                        } else {
+                            let h = self.estimated_height(slice);
+                            imp.parts.set_size_request(-1, h);
+                        }
+                    }
+                }
+            }
+            let placeholder = matches!(row.kind(), RowKind::Text { .. }) && !imp.revealed.get();
+            imp.parts
+                .set_visible(imp.parts.first_child().is_some() || placeholder);
+            let footer = if stamp.last {
+                footer_text(msg)
+            } else {
+                String::new()
+            };
+            imp.footer.set_visible(!footer.is_empty());
+            imp.footer.set_label(&footer);
+        });
     }
 }
 
@@ -445,29 +493,5 @@ fn footer_text(m: &Message) -> String {
         Some("max_turn_requests") => gettext("Stopped: too many requests in one turn"),
         Some("refusal") => gettext("The agent refused to answer"),
         _ => String::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::settle_boundary;
-
-    #[test]
-    fn settles_after_blank_lines_but_never_inside_a_fence() {
-        let text = "para one\n\npara two\n\n```rust\nfn x() {}\n\nfn y() {}\n";
-        // Up to the open fence: its blank line does not end it.
-        assert_eq!(settle_boundary(text, 0), "para one\n\npara two\n\n".len());
-        let closed = format!("{text}```\n\nafter");
-        assert_eq!(settle_boundary(&closed, 0), closed.len() - "after".len());
-        assert_eq!(settle_boundary("no newline yet", 0), 0);
-    }
-
-    #[test]
-    fn a_long_tail_settles_at_a_line_break() {
-        let line = "x".repeat(100) + "\n";
-        let text = line.repeat(200); // 20 KB, one paragraph
-        let b = settle_boundary(&text, 0);
-        assert!(b > 0 && b <= text.len() && b.is_multiple_of(line.len()), "{b}");
-        assert!(text.len() - b <= super::MAX_TAIL + line.len());
     }
 }
