@@ -222,7 +222,11 @@ fn rss_kb() -> u64 {
 /// code block, an edit with its diff, a command with output, in turn.
 fn long_message(i: usize) -> parley::core::chat::message::Message {
     use parley::core::chat::message::{Diff, Location, Message, Part, Role, ToolCall};
-    let role = if i % 4 == 0 { Role::User } else { Role::Agent };
+    let role = if i.is_multiple_of(4) {
+        Role::User
+    } else {
+        Role::Agent
+    };
     let mut m = Message::new(format!("m{i}"), "demo", role);
     let code: String = (0..12)
         .map(|l| format!("    let value_{l} = compute({i}, {l}); // step {l}\n"))
