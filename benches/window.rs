@@ -415,15 +415,32 @@ fn startup_figure() {
 }
 
 fn stream_figure(app: &adw::Application, n: usize) {
-    {
-        let core = core_time(n);
-        let (total, worst, frames, over_50) = window_time(app, n);
-        println!(
-            "stream {n:>7} chunks: window {:>8.1} ms, core {:>7.1} ms, ratio {:>6.2} (goal ≤ 1.5); {frames} frames, longest gap {:>6.1} ms, {over_50} over 50 ms",
-            total.as_secs_f64() * 1e3,
-            core.as_secs_f64() * 1e3,
-            total.as_secs_f64() / core.as_secs_f64(),
-            worst.as_secs_f64() * 1e3
-        );
-    }
+    // Shared machines drift: three runs, each against its own core time,
+    // and the median ratio.
+    let mut runs: Vec<(f64, Duration, Duration, Duration, usize, usize)> = (0..3)
+        .map(|_| {
+            let core = core_time(n);
+            let (total, worst, frames, over_50) = window_time(app, n);
+            (
+                total.as_secs_f64() / core.as_secs_f64(),
+                total,
+                core,
+                worst,
+                frames,
+                over_50,
+            )
+        })
+        .collect();
+    runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (ratio, total, core, _, frames, _) = runs[1];
+    let worst = runs.iter().map(|r| r.3).max().unwrap_or_default();
+    let over_50: usize = runs.iter().map(|r| r.5).sum();
+    println!(
+        "stream {n:>7} chunks: median of 3: window {:>8.1} ms, core {:>7.1} ms, ratio {ratio:>6.2} (goal ≤ 1.5; runs {:.2}–{:.2}); {frames} frames; longest gap in 3 runs {:>6.1} ms, {over_50} over 50 ms",
+        total.as_secs_f64() * 1e3,
+        core.as_secs_f64() * 1e3,
+        runs[0].0,
+        runs[2].0,
+        worst.as_secs_f64() * 1e3
+    );
 }

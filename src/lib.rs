@@ -48,6 +48,14 @@
 //! - **Launch doctor**: commands are looked for in the agent's PATH, the login
 //!   shell's PATH (read once, off the main thread), per-user bin directories
 //!   and beside Parley's own programs (the bundled demo agent).
+//! - **The conversation list shows rows, not messages**: a message is one
+//!   row per part, and an agent's text is cut into rows of about 1 KB
+//!   (`ui::models::segments`), flattened into one `GtkListView` model. GTK
+//!   4.8 realizes ~200 rows around its anchor; streamed text rows stay
+//!   stand-ins at an estimated height until they are on screen
+//!   (`MessageRow::reveal`), so a frame costs what is visible, not what
+//!   arrived. Text deltas are joined on a thread before the main loop
+//!   (`ui::bridge`). Figures in BENCHMARKS.md.
 //! - The window, agent rows and message rows are composite templates; the
 //!   small dialogs (settings editor, logs) and the slash-command popover are
 //!   built in code.

@@ -2,8 +2,10 @@
 //!
 //! - [`runtime`]: the tokio runtime the core lives on, and calling it from
 //!   the GTK main thread without blocking.
-//! - [`bridge`]: drains the core's events once per frame into the models.
-//! - [`models`]: `AgentObject`, `MessageObject`.
+//! - [`bridge`]: joins consecutive text deltas on a thread of its own, then
+//!   drains the core's events once per frame into the models.
+//! - [`models`]: `AgentObject`, `MessageObject` and the `RowObject`s the
+//!   conversation list shows (`segments` says where text is cut).
 //! - [`window`], [`widgets`], [`preferences`], [`application`].
 
 pub mod a11y;

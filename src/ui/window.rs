@@ -592,7 +592,12 @@ impl ParleyWindow {
             };
             let Some((_, widget)) = bound.get(&row) else { break };
             widget.reveal();
-            let (_, natural, _, _) = widget.measure(gtk::Orientation::Vertical, widget.width().max(1));
+            // A row just bound has no width yet; it will have the list's.
+            let width = match widget.width() {
+                w if w > 0 => w,
+                _ => imp.messages_view.width().max(1),
+            };
+            let (_, natural, _, _) = widget.measure(gtk::Orientation::Vertical, width);
             filled += natural.max(1);
         }
     }
