@@ -254,6 +254,29 @@ fn cancel_a_turn(app: &adw::Application) -> Result<(), String> {
     Ok(())
 }
 
+/// A long streamed answer: the view follows it to its end, and the rows on
+/// screen show their text (they are stand-ins until then), the last one
+/// included.
+fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), String> {
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    type_and_send(&f, "flood 3000 40");
+    spin_until("the flood to end", Duration::from_secs(60), || {
+        f.win.agent("demo").is_some_and(|a| !a.answering())
+    })?;
+    spin_until("the last row on screen", Duration::from_secs(10), || {
+        f.win.last_row_shown()
+    })?;
+    let texts = conversation_texts(&f);
+    // The chunks end with their number: the last one is on screen.
+    if !texts.iter().any(|t| t.contains("0002999")) {
+        return Err(format!("the end of the stream is not shown: {:?}", texts.last()));
+    }
+    save_png(&f.win, "08-long-stream")?;
+    close(f);
+    Ok(())
+}
+
 fn settings_editor_shows_problems(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     WidgetExt::activate_action(&f.win, "win.edit-config", None).map_err(|e| e.to_string())?;
@@ -566,6 +589,10 @@ fn main() {
         ("ui::smoke_window_opens_with_an_empty_sidebar", smoke),
         ("ui::demo_turn_with_permission_banner", demo_turn_with_permission),
         ("ui::cancel_a_turn_with_stop", cancel_a_turn),
+        (
+            "ui::a_long_stream_is_followed_to_its_end",
+            a_long_stream_is_followed_to_its_end,
+        ),
         (
             "ui::settings_editor_underlines_an_error",
             settings_editor_shows_problems,

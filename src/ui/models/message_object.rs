@@ -251,3 +251,101 @@ impl MessageObject {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(m: &MessageObject) -> Vec<(RowKind, u64)> {
+        let store = m.rows();
+        (0..store.n_items())
+            .filter_map(|i| store.item(i).and_downcast::<RowObject>())
+            .map(|r| (r.kind(), r.revision()))
+            .collect()
+    }
+
+    fn agent_message() -> MessageObject {
+        MessageObject::new(Message::new("m1".into(), "demo", Role::Agent))
+    }
+
+    #[test]
+    fn a_streamed_text_grows_by_rows_and_only_its_tail_is_redrawn() {
+        let m = agent_message();
+        assert_eq!(rows(&m), vec![(RowKind::Empty, 0)]);
+        m.apply_delta(0, "text", Some("first paragraph\n\nsecond"), None);
+        m.changed();
+        let r = rows(&m);
+        assert_eq!(r.len(), 2, "{r:?}");
+        assert_eq!(
+            r[0].0,
+            RowKind::Text {
+                part: 0,
+                start: 0,
+                end: Some(17)
+            }
+        );
+        assert_eq!(
+            r[1].0,
+            RowKind::Text {
+                part: 0,
+                start: 17,
+                end: None
+            }
+        );
+        let fixed_rev = r[0].1;
+        let tail_rev = r[1].1;
+        m.apply_delta(0, "text", Some(" paragraph goes on"), None);
+        m.changed();
+        let r = rows(&m);
+        assert_eq!(r.len(), 2);
+        assert_eq!(r[0].1, fixed_rev, "a fixed row is not drawn again");
+        assert!(r[1].1 > tail_rev, "the tail is drawn again");
+        // A long paragraph is cut into rows of about MAX_SEGMENT.
+        let line = "x".repeat(99) + "\n";
+        m.apply_delta(0, "text", Some(&format!("\n{}", line.repeat(40))), None);
+        m.changed();
+        assert!(rows(&m).len() >= 4, "{:?}", rows(&m));
+    }
+
+    #[test]
+    fn a_replaced_text_is_cut_again_and_parts_get_rows_of_their_own() {
+        let m = agent_message();
+        m.apply_delta(0, "text", Some("one\n\ntwo\n\nthree"), None);
+        m.changed();
+        assert_eq!(rows(&m).len(), 3);
+        let mut whole = Message::new("m1".into(), "demo", Role::Agent);
+        whole.parts.push(Part::Text {
+            text: "other\n\ntext".into(),
+        });
+        whole.parts.push(Part::Thought { text: "hmm".into() });
+        m.replace(whole);
+        m.changed();
+        let kinds: Vec<RowKind> = rows(&m).into_iter().map(|r| r.0).collect();
+        assert_eq!(
+            kinds,
+            vec![
+                RowKind::Text {
+                    part: 0,
+                    start: 0,
+                    end: Some(7)
+                },
+                RowKind::Text {
+                    part: 0,
+                    start: 7,
+                    end: None
+                },
+                RowKind::Part(1),
+            ]
+        );
+        // A user's text is one row, as typed.
+        let mut user = Message::new("m2".into(), "demo", Role::User);
+        user.parts.push(Part::Text {
+            text: "a\n\nb\n\nc".into(),
+        });
+        let u = MessageObject::new(user);
+        assert_eq!(
+            rows(&u).into_iter().map(|r| r.0).collect::<Vec<_>>(),
+            vec![RowKind::Part(0)]
+        );
+    }
+}
