@@ -261,8 +261,12 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
     type_and_send(&f, "flood 3000 40");
-    spin_until("the flood to end", Duration::from_secs(60), || {
-        f.win.agent("demo").is_some_and(|a| !a.answering())
+    spin_until("the whole flood", Duration::from_secs(60), || {
+        let store = f.win.imp_conversation("demo");
+        let last = store
+            .and_then(|s| s.item(s.n_items().saturating_sub(1)))
+            .and_downcast::<parley::ui::models::MessageObject>();
+        last.is_some_and(|m| m.text_len() >= 3000 * 40) && f.win.agent("demo").is_some_and(|a| !a.answering())
     })?;
     spin_until("the last row on screen", Duration::from_secs(10), || {
         f.win.last_row_shown()
@@ -270,7 +274,10 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
     let texts = conversation_texts(&f);
     // The chunks end with their number: the last one is on screen.
     if !texts.iter().any(|t| t.contains("0002999")) {
-        return Err(format!("the end of the stream is not shown: {:?}", texts.last()));
+        return Err(format!(
+            "the end of the stream is not shown: {:?}",
+            &texts[texts.len().saturating_sub(6)..]
+        ));
     }
     save_png(&f.win, "08-long-stream")?;
     close(f);

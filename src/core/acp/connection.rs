@@ -259,6 +259,14 @@ fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
+    // Fastest path: a plain text chunk, the bulk of any answer (see
+    // `TextChunkLine`).
+    if let Ok(chunk) = serde_json::from_slice::<TextChunkLine<'_>>(line) {
+        if let Some(update) = chunk.into_notification() {
+            handler.session_update(update);
+            return;
+        }
+    }
     // Fast path: a session update, decoded in one pass. Anything else
     // (including an update Parley cannot decode) takes the general path.
     if let Ok(update) = serde_json::from_slice::<UpdateLine<'_>>(line) {
@@ -348,6 +356,83 @@ struct UpdateLine<'a> {
     params: SessionNotification,
 }
 
+/// A `session/update` line carrying a text chunk and nothing else, decoded
+/// into plain structs: the protocol's own types are internally tagged
+/// enums, which serde decodes by buffering every field first; for the
+/// thousands of chunks of a streamed answer that was most of the core's
+/// work (BENCHMARKS.md). Any other field (annotations, `messageId`,
+/// `_meta`, an `id`) makes it fail, and the line takes the general path,
+/// so nothing is lost.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextChunkLine<'a> {
+    #[allow(dead_code)]
+    jsonrpc: IgnoredString,
+    #[serde(borrow)]
+    method: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    params: TextChunkParams<'a>,
+}
+
+/// Accepts any string without keeping it.
+struct IgnoredString;
+
+impl<'de> serde::Deserialize<'de> for IgnoredString {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d).map(|_| IgnoredString)
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TextChunkParams<'a> {
+    #[serde(borrow)]
+    session_id: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    update: TextChunkUpdate<'a>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TextChunkUpdate<'a> {
+    #[serde(borrow)]
+    session_update: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    content: TextChunkContent<'a>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TextChunkContent<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    text: String,
+}
+
+impl TextChunkLine<'_> {
+    /// The protocol's notification, when this is one of the three chunk
+    /// kinds with text content.
+    fn into_notification(self) -> Option<SessionNotification> {
+        use agent_client_protocol_schema::v1 as acp;
+        if self.method != "session/update" || self.params.update.content.kind != "text" {
+            return None;
+        }
+        let chunk = acp::ContentChunk::new(acp::ContentBlock::Text(acp::TextContent::new(
+            self.params.update.content.text,
+        )));
+        let update = match self.params.update.session_update.as_ref() {
+            "agent_message_chunk" => acp::SessionUpdate::AgentMessageChunk(chunk),
+            "agent_thought_chunk" => acp::SessionUpdate::AgentThoughtChunk(chunk),
+            "user_message_chunk" => acp::SessionUpdate::UserMessageChunk(chunk),
+            _ => return None,
+        };
+        Some(SessionNotification::new(
+            self.params.session_id.into_owned(),
+            update,
+        ))
+    }
+}
+
 /// The JSON-RPC envelope. `params` and `result` stay unparsed text until
 /// whoever knows their type reads them: a session update is decoded once,
 /// straight from the line, into the protocol's own type.
@@ -373,6 +458,33 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     use super::*;
+
+    #[test]
+    fn a_text_chunk_decodes_the_same_on_the_fast_path_and_anything_more_falls_back() {
+        let line = r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"h\u00e9 \"x\"\n"}}}}"#;
+        let fast = serde_json::from_str::<TextChunkLine<'_>>(line)
+            .ok()
+            .and_then(TextChunkLine::into_notification);
+        let general = serde_json::from_str::<UpdateLine<'_>>(line)
+            .map(|u| u.params)
+            .ok();
+        assert!(fast.is_some());
+        assert_eq!(fast, general);
+        // Annotations, a message id, an id, another content type: the
+        // general path, which keeps them.
+        for other in [
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x","annotations":{"priority":1}}}}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","messageId":"m","content":{"type":"text","text":"x"}}}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"x"}}}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"image","text":"x"}}}}"#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s1","update":{"sessionUpdate":"plan","content":{"type":"text","text":"x"}}}}"#,
+        ] {
+            let fast = serde_json::from_str::<TextChunkLine<'_>>(other)
+                .ok()
+                .and_then(TextChunkLine::into_notification);
+            assert!(fast.is_none(), "{other}");
+        }
+    }
 
     #[derive(Default)]
     struct Logged(StdMutex<Vec<String>>);

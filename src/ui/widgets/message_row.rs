@@ -31,6 +31,9 @@ mod imp {
         /// Whether the row's text is laid out, or only stands in for it at
         /// its estimated height (see [`super::MessageRow::reveal`]).
         pub revealed: Cell<bool>,
+        /// The row, revision and title last drawn: GTK 4.8's list view
+        /// often binds a widget again to the row it just showed.
+        pub shown: RefCell<Option<(glib::WeakRef<RowObject>, u64, String)>>,
     }
 
     #[glib::object_subclass]
@@ -280,15 +283,25 @@ impl MessageRow {
 
     pub fn bind(&self, row: &RowObject, agent_title: &str) {
         self.unbind();
-        self.imp().agent_title.replace(agent_title.to_owned());
+        let imp = self.imp();
+        imp.agent_title.replace(agent_title.to_owned());
         let handler = row.connect_revision_notify(glib::clone!(
             #[weak(rename_to = this)]
             self,
             move |row| this.render(row)
         ));
-        self.imp().bound.replace(Some((row.clone(), handler)));
-        self.imp().revealed.set(false);
-        self.render(row);
+        imp.bound.replace(Some((row.clone(), handler)));
+        let unchanged = imp
+            .shown
+            .borrow()
+            .as_ref()
+            .is_some_and(|(shown, revision, title)| {
+                shown.upgrade().as_ref() == Some(row) && *revision == row.revision() && title == agent_title
+            });
+        if !unchanged {
+            imp.revealed.set(false);
+            self.render(row);
+        }
     }
 
     pub fn unbind(&self) {
@@ -377,6 +390,10 @@ impl MessageRow {
     /// (see `segments`) or one part, so this stays small.
     fn render(&self, row: &RowObject) {
         let imp = self.imp();
+        let weak = glib::WeakRef::new();
+        weak.set(Some(row));
+        imp.shown
+            .replace(Some((weak, row.revision(), imp.agent_title.borrow().clone())));
         clear(&imp.parts);
         imp.parts.set_size_request(-1, -1);
         let Some(m) = row.message() else { return };
@@ -410,7 +427,8 @@ impl MessageRow {
                 RowKind::Empty => {}
                 RowKind::Part(i) => {
                     if let Some(part) = msg.parts.get(i) {
-                        imp.parts.append(&part_widget(part));
+                        let content = self.content_for(row, |b| b.append(&part_widget(part)));
+                        imp.parts.append(&content);
                     }
                 }
                 RowKind::Text { part, start, end } => {
@@ -420,8 +438,13 @@ impl MessageRow {
                             None => text.get(start..),
                         }
                         .unwrap_or_default();
+                        // Drawn before and kept: as good as revealed.
+                        if !imp.revealed.get() && cached(row).is_some() {
+                            imp.revealed.set(true);
+                        }
                         if imp.revealed.get() {
-                            append_markdown(&imp.parts, slice);
+                            let content = self.content_for(row, |b| append_markdown(b, slice));
+                            imp.parts.append(&content);
                         } else {
                             let h = self.estimated_height(slice);
                             imp.parts.set_size_request(-1, h);
@@ -440,6 +463,79 @@ impl MessageRow {
             imp.footer.set_visible(!footer.is_empty());
             imp.footer.set_label(&footer);
         });
+    }
+}
+
+/// The most rows whose drawn widgets are kept for when the list binds them
+/// again; bounded, so memory does not grow with the conversation.
+const KEPT_CONTENTS: usize = 256;
+
+/// Widgets drawn for rows, by row, with the row's revision and when each
+/// was last used. GTK 4.8's list view rebinds rows to other widgets many
+/// times while scrolling (tens of binds a frame); drawing a tool card or a
+/// paragraph again each time was most of a frame (BENCHMARKS.md).
+#[derive(Default)]
+struct Contents {
+    map: std::collections::HashMap<RowObject, (u64, gtk::Box, u64)>,
+    clock: u64,
+}
+
+thread_local! {
+    static CONTENTS: RefCell<Contents> = RefCell::default();
+}
+
+/// The widgets kept for `row` at its current revision.
+fn cached(row: &RowObject) -> Option<gtk::Box> {
+    CONTENTS.with_borrow(|c| {
+        c.map
+            .get(row)
+            .filter(|(revision, _, _)| *revision == row.revision())
+            .map(|(_, content, _)| content.clone())
+    })
+}
+
+impl MessageRow {
+    /// The content of `row`: kept widgets when there are some that no
+    /// other row widget shows, or new ones made by `fill`.
+    fn content_for(&self, row: &RowObject, fill: impl FnOnce(&gtk::Box)) -> gtk::Box {
+        if let Some(content) = cached(row) {
+            let holder = content.parent().and_downcast::<gtk::Box>();
+            let owner = holder
+                .as_ref()
+                .and_then(|h| h.parent())
+                .and_downcast::<MessageRow>();
+            let shown_elsewhere = owner
+                .as_ref()
+                .is_some_and(|o| o != self && o.row().as_ref() == Some(row));
+            if !shown_elsewhere {
+                if let (Some(holder), Some(owner)) = (holder, owner) {
+                    holder.remove(&content);
+                    // It draws again whatever it is bound to next.
+                    owner.imp().shown.replace(None);
+                }
+                CONTENTS.with_borrow_mut(|c| {
+                    c.clock += 1;
+                    let now = c.clock;
+                    if let Some(entry) = c.map.get_mut(row) {
+                        entry.2 = now;
+                    }
+                });
+                return content;
+            }
+        }
+        let content = gtk::Box::new(gtk::Orientation::Vertical, 8);
+        fill(&content);
+        CONTENTS.with_borrow_mut(|c| {
+            c.clock += 1;
+            let now = c.clock;
+            c.map.insert(row.clone(), (row.revision(), content.clone(), now));
+            if c.map.len() > KEPT_CONTENTS {
+                if let Some(oldest) = c.map.iter().min_by_key(|(_, e)| e.2).map(|(r, _)| r.clone()) {
+                    c.map.remove(&oldest);
+                }
+            }
+        });
+        content
     }
 }
 
