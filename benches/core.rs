@@ -209,9 +209,18 @@ fn main() {
         ours.as_secs_f64() * 1e3, floor.as_secs_f64() * 1e3, ours.as_secs_f64() / floor.as_secs_f64());
     }
     if run("ingest") {
-        let (ours, floor) = bench_ingest(n);
-        println!("ingest  {n} chunks:  {:>8.1} ms   floor (serde_json {n} lines) {:>7.1} ms   ratio {:>5.2}   goal: ≤ 2",
-        ours.as_secs_f64() * 1e3, floor.as_secs_f64() * 1e3, ours.as_secs_f64() / floor.as_secs_f64());
+        // Shared machines drift: five runs, each against its own floor,
+        // and the median ratio.
+        let mut runs: Vec<(f64, Duration, Duration)> = (0..5)
+            .map(|_| {
+                let (ours, floor) = bench_ingest(n);
+                (ours.as_secs_f64() / floor.as_secs_f64(), ours, floor)
+            })
+            .collect();
+        runs.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (ratio, ours, floor) = runs[2];
+        println!("ingest  {n} chunks:  {:>8.1} ms   floor (serde_json {n} lines) {:>7.1} ms   ratio {ratio:>5.2} (median of 5; {:.2}–{:.2})   goal: ≤ 2",
+        ours.as_secs_f64() * 1e3, floor.as_secs_f64() * 1e3, runs[0].0, runs[4].0);
     }
     if run("start") {
         let (ours, floor) = bench_start();

@@ -152,6 +152,15 @@ fn tool_kind(kind: &acp::ToolKind) -> String {
 }
 
 /// Text of a content block as Markdown; media are named, not shown.
+/// [`block_text`], taking the block: a text chunk's text is moved, not
+/// copied.
+pub fn into_text(block: acp::ContentBlock) -> String {
+    match block {
+        acp::ContentBlock::Text(t) => t.text,
+        other => block_text(&other),
+    }
+}
+
 pub fn block_text(block: &acp::ContentBlock) -> String {
     match block {
         acp::ContentBlock::Text(t) => t.text.clone(),

@@ -475,11 +475,13 @@ impl Chat {
 
     fn apply_update(&self, agent: &str, session_id: &str, update: acp::SessionUpdate) {
         let mut convs = lock(&self.inner.convs);
-        let c = convs.entry(agent.to_owned()).or_default();
-        let known = c
-            .session
-            .as_ref()
-            .is_some_and(|(s, _)| s.to_string() == session_id);
+        // This runs for every chunk of every answer: no allocation when
+        // the conversation exists.
+        if !convs.contains_key(agent) {
+            convs.insert(agent.to_owned(), Conv::default());
+        }
+        let Some(c) = convs.get_mut(agent) else { return };
+        let known = c.session.as_ref().is_some_and(|(s, _)| &*s.0 == session_id);
         if !known {
             if c.opening_session {
                 c.early.push((session_id.to_owned(), update));
@@ -515,10 +517,10 @@ impl Chat {
                     .collect();
             }
             U::AgentMessageChunk(chunk) => {
-                self.append_text(agent, c, false, &message::block_text(&chunk.content))
+                self.append_text(agent, c, false, message::into_text(chunk.content))
             }
             U::AgentThoughtChunk(chunk) => {
-                self.append_text(agent, c, true, &message::block_text(&chunk.content))
+                self.append_text(agent, c, true, message::into_text(chunk.content))
             }
             U::ToolCall(t) => {
                 let call = ToolCall::from(&t);
@@ -569,7 +571,7 @@ impl Chat {
         }
     }
 
-    fn append_text(&self, agent: &str, c: &mut Conv, thought: bool, text: &str) {
+    fn append_text(&self, agent: &str, c: &mut Conv, thought: bool, text: String) {
         let (_, m) = target_message(c, agent, || self.next_id("m"));
         let last_matches = match m.parts.last() {
             Some(Part::Text { .. }) => !thought,
@@ -585,14 +587,14 @@ impl Chat {
         }
         let index = m.parts.len() - 1;
         if let Some(Part::Text { text: t } | Part::Thought { text: t }) = m.parts.last_mut() {
-            t.push_str(text);
+            t.push_str(&text);
         }
         self.emit(Event::MessageDelta(MessageDelta {
             agent: agent.to_owned(),
             message_id: m.id.clone(),
             index,
             kind: if thought { "thought" } else { "text" },
-            text: Some(text.to_owned()),
+            text: Some(text),
             part: None,
         }));
     }
@@ -773,7 +775,7 @@ impl AgentClient for ChatClient {
         }
         // The hot path: decoded once, straight from the agent's line.
         match serde_json::from_str::<acp::SessionNotification>(params.get()) {
-            Ok(n) => chat.apply_update(agent, &n.session_id.to_string(), n.update),
+            Ok(n) => chat.apply_update(agent, &n.session_id.0, n.update),
             Err(e) => {
                 let what = describe_bad_update(params, &e);
                 tracing::warn!(agent, "{what}");
@@ -786,7 +788,7 @@ impl AgentClient for ChatClient {
 
     fn session_update(&self, agent: &str, n: acp::SessionNotification) {
         if let Some(chat) = self.chat() {
-            chat.apply_update(agent, &n.session_id.to_string(), n.update);
+            chat.apply_update(agent, &n.session_id.0, n.update);
         }
     }
 
