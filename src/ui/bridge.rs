@@ -15,7 +15,8 @@ use crate::ui::window::ParleyWindow;
 
 /// The most events applied in one frame; the rest wait for the next. Text
 /// deltas are cheap to apply (the rows are redrawn once per frame, not per
-/// event), so this is high: a flooding agent sends ~6,000 chunks a frame.
+/// event), so this is high: a flooding agent's chunks arrive by the
+/// thousand a frame even after `coalesce`.
 const MAX_PER_FRAME: usize = 50_000;
 
 pub fn attach(win: &ParleyWindow, rx: EventReceiver) {

@@ -73,6 +73,8 @@ pub mod imp {
         pub stick_to_bottom: std::cell::Cell<bool>,
         /// Rows on screen wait to be revealed (`reveal_on_layout`).
         pub reveal_pending: std::cell::Cell<bool>,
+        /// A scroll to the end waits for the list's allocation to end.
+        pub scroll_pending: std::cell::Cell<bool>,
         pub reveal_handler: RefCell<Option<(gtk::gdk::FrameClock, glib::SignalHandlerId)>>,
         pub settings: OnceCell<Option<gio::Settings>>,
         pub completion: OnceCell<std::rc::Rc<crate::ui::widgets::slash_completion::SlashCompletion>>,
@@ -438,9 +440,8 @@ impl ParleyWindow {
         });
         let imp = self.imp();
         imp.messages_view.set_factory(Some(&factory));
-        // After each layout, rows that came near the visible area are laid
-        // out for real (see `MessageRow::reveal`); the frame clock runs the
-        // layout phase again for them before painting.
+        // After each layout, stand-in rows that came on screen are drawn
+        // for real before the next frame (see `reveal_on_layout`).
         imp.messages_view.connect_realize(glib::clone!(
             #[weak(rename_to = win)]
             self,
@@ -524,10 +525,12 @@ impl ParleyWindow {
             #[weak(rename_to = win)]
             self,
             move |_| {
-                if win.imp().stick_to_bottom.get() {
+                let imp = win.imp();
+                if imp.stick_to_bottom.get() && !imp.scroll_pending.replace(true) {
                     let weak = win.downgrade();
                     glib::idle_add_local_full(glib::Priority::HIGH, move || {
                         if let Some(win) = weak.upgrade() {
+                            win.imp().scroll_pending.set(false);
                             if win.imp().stick_to_bottom.get() {
                                 win.scroll_to_bottom();
                             }

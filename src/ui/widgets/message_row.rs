@@ -31,8 +31,8 @@ mod imp {
         /// Whether the row's text is laid out, or only stands in for it at
         /// its estimated height (see [`super::MessageRow::reveal`]).
         pub revealed: Cell<bool>,
-        /// The row, revision and title last drawn: GTK 4.8's list view
-        /// often binds a widget again to the row it just showed.
+        /// The row, revision and title last drawn: a widget bound again to
+        /// the row it just showed keeps what it drew.
         pub shown: RefCell<Option<(glib::WeakRef<RowObject>, u64, String)>>,
     }
 
@@ -252,6 +252,7 @@ fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
             .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
         let alone = numbered || ["#", "- ", "* ", "+ ", ">", "|"].iter().any(|p| t.starts_with(p));
         if alone && para > 0 {
+            // A list's items share one block, without the 8 px between.
             lines += wrapped(para);
             para = 0;
         }
