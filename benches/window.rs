@@ -78,14 +78,24 @@ fn core_time(n: usize) -> Duration {
     })
 }
 
-fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, usize) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (core, rx) = core_on(dir.path());
+/// A window over `core`, shown and mapped, the bridge attached.
+fn shown_window(
+    app: &adw::Application,
+    core: &parley::core::services::Core,
+    rx: parley::core::events::EventReceiver,
+) -> ParleyWindow {
     let win = ParleyWindow::new(app, core.clone());
     parley::ui::bridge::attach(&win, rx);
     win.set_default_size(1100, 720);
     win.present();
     spin_until(Duration::from_secs(10), || win.is_mapped());
+    win
+}
+
+fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, usize) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (core, rx) = core_on(dir.path());
+    let win = shown_window(app, &core, rx);
     win.select_agent("demo");
     parley::ui::runtime::runtime()
         .block_on(core.supervisor.start("demo"))
@@ -279,11 +289,7 @@ fn long_message(i: usize) -> parley::core::chat::message::Message {
 fn long_figure(app: &adw::Application) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (core, rx) = core_on(dir.path());
-    let win = ParleyWindow::new(app, core.clone());
-    parley::ui::bridge::attach(&win, rx);
-    win.set_default_size(1100, 720);
-    win.present();
-    spin_until(Duration::from_secs(10), || win.is_mapped());
+    let win = shown_window(app, &core, rx);
     win.select_agent("demo");
     spin_until(Duration::from_millis(500), || false);
     let store = win.conversation("demo");
@@ -380,11 +386,7 @@ fn idle_memory_figure(app: &adw::Application) {
         ..Default::default()
     })
     .expect("core");
-    let win = ParleyWindow::new(app, core.clone());
-    parley::ui::bridge::attach(&win, rx);
-    win.set_default_size(1100, 720);
-    win.present();
-    spin_until(Duration::from_secs(10), || win.is_mapped());
+    let win = shown_window(app, &core, rx);
     let before = rss_kb();
     for i in 1..=4 {
         parley::ui::runtime::runtime()
