@@ -57,6 +57,23 @@ pub fn boundaries(text: &str, from: usize, out: &mut Vec<usize>) {
     }
 }
 
+/// Whether a row boundary at `pos` splits a paragraph (a cut for size, at
+/// a line break inside it) rather than ending a block: the two rows are
+/// then drawn without a gap, as the one paragraph they are.
+pub fn splits_paragraph(text: &str, pos: usize) -> bool {
+    if pos == 0 || pos >= text.len() {
+        return false;
+    }
+    let Some(before) = text.get(..pos) else {
+        return false;
+    };
+    let last_line = before.trim_end_matches('\n').rsplit('\n').next().unwrap_or("");
+    before.ends_with('\n')
+        && !before.ends_with("\n\n")
+        && !last_line.trim().is_empty()
+        && !is_fence(last_line)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,6 +108,19 @@ mod tests {
             assert!(c - prev <= MAX_SEGMENT + line.len(), "{prev}..{c}");
             prev = c;
         }
+    }
+
+    #[test]
+    fn only_cuts_for_size_split_a_paragraph() {
+        let line = "x".repeat(99) + "\n";
+        let text = line.repeat(20) + "\nnext\n\n```\ncode\n```\nafter\n";
+        let cuts = cut(&text);
+        assert!(splits_paragraph(&text, cuts[0]), "a cut for size");
+        let blank = text.find("\n\nnext").map(|p| p + 2).unwrap_or(0);
+        assert!(!splits_paragraph(&text, blank), "after a blank line");
+        let fence = text.find("```\nafter").map(|p| p + 4).unwrap_or(0);
+        assert!(!splits_paragraph(&text, fence), "after a closing fence");
+        assert!(!splits_paragraph(&text, 0));
     }
 
     #[test]

@@ -12,7 +12,7 @@ use sourceview5::prelude::*;
 use crate::core::chat::message::{Message, Part, Role, ToolCall};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::{self, Block};
-use crate::ui::models::{RowKind, RowObject};
+use crate::ui::models::{segments, RowKind, RowObject};
 
 mod imp {
     use super::*;
@@ -271,6 +271,18 @@ fn append_markdown(target: &gtk::Box, md: &str) {
     }
 }
 
+/// Adds or removes a style class, only when that changes anything: each
+/// change restyles the widget.
+fn set_class(w: &impl IsA<gtk::Widget>, class: &str, on: bool) {
+    if on != w.has_css_class(class) {
+        if on {
+            w.add_css_class(class);
+        } else {
+            w.remove_css_class(class);
+        }
+    }
+}
+
 fn clear(b: &gtk::Box) {
     while let Some(child) = b.first_child() {
         b.remove(&child);
@@ -402,6 +414,17 @@ impl MessageRow {
         m.with(|msg| {
             // Only what differs: each change restyles the row, and a
             // stream rebinds hundreds of rows a frame.
+            // One paragraph cut in two rows for size reads as one.
+            let (top, bottom) = match row.kind() {
+                RowKind::Text { part, start, end } => match msg.parts.get(part) {
+                    Some(Part::Text { text }) => (
+                        segments::splits_paragraph(text, start),
+                        end.is_some_and(|e| segments::splits_paragraph(text, e)),
+                    ),
+                    _ => (false, false),
+                },
+                _ => (false, false),
+            };
             for (class, on) in [
                 ("user", msg.role == Role::User),
                 ("agent", msg.role == Role::Agent),
@@ -409,14 +432,10 @@ impl MessageRow {
                 ("queued", msg.queued),
                 ("first", stamp.first),
                 ("last", stamp.last),
+                ("joined-top", top),
+                ("joined-bottom", bottom),
             ] {
-                if on != self.has_css_class(class) {
-                    if on {
-                        self.add_css_class(class);
-                    } else {
-                        self.remove_css_class(class);
-                    }
-                }
+                set_class(self, class, on);
             }
             imp.role.set_visible(stamp.first);
             imp.role.set_label(&match msg.role {
