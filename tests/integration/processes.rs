@@ -22,18 +22,30 @@ fn spec_timings() -> Timings {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn an_agent_that_exits_on_end_of_input_goes_without_signals() {
-    let marker = unique("eof");
-    let mut h = Harness::with(
-        &config_text(&[marked("a", "", &marker)], 4, "0"),
+/// One agent "a" started with the demo agent's `mode`, marked with a fresh
+/// `tag` so its processes can be found, under the spec's timings.
+async fn started(tag: &str, mode: &str) -> (Harness, String) {
+    let marker = unique(tag);
+    let h = Harness::with(
+        &config_text(&[marked("a", mode, &marker)], 4, "0"),
         spec_timings(),
         false,
     );
     h.core.supervisor.start("a").await.expect("start");
+    (h, marker)
+}
+
+/// How long `Stop` of "a" took.
+async fn timed_stop(h: &Harness) -> Duration {
     let began = Instant::now();
     h.core.supervisor.stop("a").await.expect("stop");
-    let took = began.elapsed();
+    began.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_exits_on_end_of_input_goes_without_signals() {
+    let (mut h, marker) = started("eof", "").await;
+    let took = timed_stop(&h).await;
     assert!(
         took < Duration::from_secs(2),
         "took {took:?}: no SIGTERM was needed"
@@ -50,16 +62,8 @@ async fn an_agent_that_exits_on_end_of_input_goes_without_signals() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_agent_that_ignores_end_of_input_gets_sigterm_after_5_seconds() {
-    let marker = unique("term");
-    let mut h = Harness::with(
-        &config_text(&[marked("a", "ignore-eof", &marker)], 4, "0"),
-        spec_timings(),
-        false,
-    );
-    h.core.supervisor.start("a").await.expect("start");
-    let began = Instant::now();
-    h.core.supervisor.stop("a").await.expect("stop");
-    let took = began.elapsed();
+    let (mut h, marker) = started("term", "ignore-eof").await;
+    let took = timed_stop(&h).await;
     assert!(
         took >= Duration::from_secs(5) && took < Duration::from_secs(7),
         "took {took:?}"
@@ -70,20 +74,11 @@ async fn an_agent_that_ignores_end_of_input_gets_sigterm_after_5_seconds() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_agent_and_its_child_that_ignore_sigterm_are_killed_after_8_seconds() {
-    let marker = unique("kill");
-    let mode = "ignore-eof,ignore-term,child-ignores-term";
-    let mut h = Harness::with(
-        &config_text(&[marked("a", mode, &marker)], 4, "0"),
-        spec_timings(),
-        false,
-    );
-    h.core.supervisor.start("a").await.expect("start");
+    let (mut h, marker) = started("kill", "ignore-eof,ignore-term,child-ignores-term").await;
     let pgid = h.core.supervisor.process_group("a").expect("pgid");
     assert_eq!(processes_with(&marker).len(), 2, "the agent and its child");
     assert_eq!(parley::core::supervisor::process::group_members(pgid).len(), 2);
-    let began = Instant::now();
-    h.core.supervisor.stop("a").await.expect("stop");
-    let took = began.elapsed();
+    let took = timed_stop(&h).await;
     assert!(
         took >= Duration::from_secs(8) && took < Duration::from_secs(10),
         "took {took:?}"
