@@ -260,26 +260,40 @@ fn cancel_a_turn(app: &adw::Application) -> Result<(), String> {
 fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
-    type_and_send(&f, "flood 3000 40");
+    // 10,000 lines of 40 bytes: ~390 rows, more than the list keeps bound,
+    // so rows at the top are stand-ins again by the end.
+    type_and_send(&f, "flood 10000 40");
     spin_until("the whole flood", Duration::from_secs(60), || {
         let store = f.win.imp_conversation("demo");
         let last = store
             .and_then(|s| s.item(s.n_items().saturating_sub(1)))
             .and_downcast::<parley::ui::models::MessageObject>();
-        last.is_some_and(|m| m.text_len() >= 3000 * 40) && f.win.agent("demo").is_some_and(|a| !a.answering())
+        last.is_some_and(|m| m.text_len() >= 10_000 * 40)
+            && f.win.agent("demo").is_some_and(|a| !a.answering())
     })?;
     spin_until("the last row on screen", Duration::from_secs(10), || {
         f.win.last_row_shown()
     })?;
-    let texts = conversation_texts(&f);
     // The chunks end with their number: the last one is on screen.
-    if !texts.iter().any(|t| t.contains("0002999")) {
+    let texts = conversation_texts(&f);
+    if !texts.iter().any(|t| t.contains("0009999")) {
         return Err(format!(
             "the end of the stream is not shown: {:?}",
             &texts[texts.len().saturating_sub(6)..]
         ));
     }
     save_png(&f.win, "08-long-stream")?;
+    // Back to the top: the first chunks are drawn again, and the view no
+    // longer follows.
+    let adj = f.win.imp().messages_scroller.vadjustment();
+    f.win.imp().stick_to_bottom.set(false);
+    adj.set_value(0.0);
+    spin_until("the start of the stream drawn", Duration::from_secs(10), || {
+        conversation_texts(&f).iter().any(|t| t.contains("0000000"))
+    })?;
+    if f.win.last_row_shown() {
+        return Err("the end is still on screen after going to the top".into());
+    }
     close(f);
     Ok(())
 }
