@@ -64,11 +64,6 @@ impl MessageObject {
         self.with(|m| m.id.clone()).unwrap_or_default()
     }
 
-    /// A copy of the message (for the whole of it; prefer [`Self::with`]).
-    pub fn message(&self) -> Option<Message> {
-        self.imp().message.borrow().clone()
-    }
-
     /// Reads the message in place: a streamed answer can be megabytes.
     pub fn with<R>(&self, f: impl FnOnce(&Message) -> R) -> Option<R> {
         self.imp().message.borrow().as_ref().map(f)
