@@ -99,34 +99,22 @@ fn send_prints_every_event_with_the_spec_names_and_exits_by_stop_reason() {
 
     let (code, _, _) = run(&["send", "demo", "stop refusal", "--config", &config], dir.path());
     assert_eq!(code, 1);
-    let (code, out, _) = run(
-        &[
-            "send",
-            "demo",
-            "permission",
-            "--config",
-            &config,
-            "--permission",
-            "allow",
-        ],
-        dir.path(),
-    );
-    assert_eq!(code, 0);
-    assert!(out.contains("permission answer: allow_once"), "{out}");
-    let (code, out, _) = run(
-        &[
-            "send",
-            "demo",
-            "permission",
-            "--config",
-            &config,
-            "--permission",
-            "reject",
-        ],
-        dir.path(),
-    );
-    assert_eq!(code, 0);
-    assert!(out.contains("permission answer: reject_once"));
+    for (answer, option) in [("allow", "allow_once"), ("reject", "reject_once")] {
+        let (code, out, _) = run(
+            &[
+                "send",
+                "demo",
+                "permission",
+                "--config",
+                &config,
+                "--permission",
+                answer,
+            ],
+            dir.path(),
+        );
+        assert_eq!(code, 0);
+        assert!(out.contains(&format!("permission answer: {option}")), "{out}");
+    }
     let (code, out, _) = run(&["send", "demo", "permission", "--config", &config], dir.path());
     assert_eq!(code, 1, "the default answer is cancel: the turn ends cancelled");
     assert!(out.contains("\"stopReason\":\"cancelled\""));
