@@ -35,8 +35,9 @@ struct ConfigState {
     path: PathBuf,
     source: Source,
     created: bool,
-    /// The text last read from the file.
-    text: String,
+    /// The bytes last read from the file (not always UTF-8: a file that is
+    /// not is still read, and reported as invalid).
+    text: Vec<u8>,
     problems: Vec<Problem>,
     warnings: Vec<Problem>,
     valid: bool,
@@ -103,7 +104,7 @@ impl Core {
         let supervisor = Supervisor::new(tx.clone(), options.timings, options.spawn_prefix);
         let chat = Chat::new(supervisor.clone(), tx.clone());
         let (path, source) = store::initial_path(options.config_path);
-        let (text, created) = store::read_or_create(&path).map_err(|e| {
+        let (bytes, created) = store::read_or_create(&path).map_err(|e| {
             gettext_f(
                 "cannot read {path}: {error}",
                 &[("path", &path.display().to_string()), ("error", &e.to_string())],
@@ -116,7 +117,7 @@ impl Core {
                 path: path.clone(),
                 source,
                 created,
-                text: String::new(),
+                text: Vec::new(),
                 problems: Vec::new(),
                 warnings: Vec::new(),
                 valid: false,
@@ -126,7 +127,7 @@ impl Core {
             events: tx,
             runtime: tokio::runtime::Handle::current(),
         };
-        core.load_text(text, false);
+        core.load(bytes, false);
         if options.watch {
             core.watch(&path);
         }
@@ -137,11 +138,12 @@ impl Core {
         self.events.clone()
     }
 
-    /// Validates and, when valid, applies `text` as the file's content.
-    fn load_text(&self, text: String, emit: bool) {
-        let v = validate::validate(&text);
+    /// Validates and, when valid, applies `bytes` as the file's content.
+    /// When not (not even UTF-8), the last valid configuration keeps running.
+    fn load(&self, bytes: Vec<u8>, emit: bool) {
+        let v = validate::validate_bytes(&bytes);
         let mut st = lock(&self.config);
-        st.text = text;
+        st.text = bytes;
         st.problems = v.errors();
         st.warnings = v.warnings();
         st.valid = v.valid();
@@ -194,18 +196,20 @@ impl Core {
     /// Re-reads the file; a change is applied and reported as `config:changed`.
     pub fn reload(&self) {
         let path = lock(&self.config).path.clone();
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
+        // Bytes, not a string: a file saved as something other than UTF-8
+        // must be reported as invalid, not skipped like an unreadable one.
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return, // mid-replace, or deleted: keep running
             Err(e) => {
                 tracing::warn!("cannot read {}: {e}", path.display());
                 return;
             }
         };
-        if lock(&self.config).text == text {
+        if lock(&self.config).text == bytes {
             return;
         }
-        self.load_text(text, true);
+        self.load(bytes, true);
     }
 
     // ---- AgentService ----
@@ -247,7 +251,7 @@ impl Core {
         let path = lock(&self.config).path.clone();
         match store::save(&path, text) {
             Ok(_) => {
-                self.load_text(text.to_owned(), true);
+                self.load(text.as_bytes().to_vec(), true);
                 Ok(Vec::new())
             }
             Err(store::SaveError::Invalid(problems)) => Ok(problems),
@@ -263,7 +267,9 @@ impl Core {
     /// `path`, and remembers it.
     pub async fn open(&self, path: &Path) -> Result<(), String> {
         let path = store::absolute(path);
-        let text = std::fs::read_to_string(&path).map_err(|e| {
+        // Opened even if it is not UTF-8: then it is shown invalid, as a
+        // change to the file while watched would be.
+        let bytes = std::fs::read(&path).map_err(|e| {
             gettext_f(
                 "cannot open {path}: {error}",
                 &[("path", &path.display().to_string()), ("error", &e.to_string())],
@@ -281,7 +287,7 @@ impl Core {
         }
         // The old file's agents go; the new file's come.
         self.supervisor.apply_config(&[], Default::default());
-        self.load_text(text, true);
+        self.load(bytes, true);
         self.watch(&path);
         store::remember(&path);
         Ok(())

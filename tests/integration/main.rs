@@ -7,6 +7,7 @@ mod chat;
 mod cli;
 mod common;
 mod config;
+mod config_hardening;
 mod flatpak;
 mod launch;
 mod processes;

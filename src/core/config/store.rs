@@ -1,5 +1,6 @@
 //! Where the configuration file lives, creating the default one, reading,
-//! saving (valid text only, byte for byte, atomically), and recent files.
+//! saving (valid text only, byte for byte, atomically, through symlinks),
+//! and recent files.
 
 use std::path::{Path, PathBuf};
 
@@ -55,16 +56,18 @@ pub fn absolute(p: &Path) -> PathBuf {
 }
 
 /// Reads the file, creating it with the default text if it does not exist.
-/// Returns the text and whether it was created.
-pub fn read_or_create(path: &Path) -> std::io::Result<(String, bool)> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok((text, false)),
+/// Returns its bytes (whether they are UTF-8 is for validation to say) and
+/// whether it was created. A symlink to a missing file creates its target.
+pub fn read_or_create(path: &Path) -> std::io::Result<(Vec<u8>, bool)> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok((bytes, false)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            if let Some(dir) = path.parent() {
+            let target = crate::core::atomic::resolve(path)?;
+            if let Some(dir) = target.parent() {
                 std::fs::create_dir_all(dir)?;
             }
-            crate::core::atomic::write(path, DEFAULT_TEXT.as_bytes())?;
-            Ok((DEFAULT_TEXT.to_owned(), true))
+            crate::core::atomic::write_through(&target, DEFAULT_TEXT.as_bytes())?;
+            Ok((DEFAULT_TEXT.as_bytes().to_vec(), true))
         }
         Err(e) => Err(e),
     }
@@ -79,12 +82,14 @@ pub enum SaveError {
 }
 
 /// Writes `text` byte for byte if it is valid; otherwise writes nothing.
+/// A symlink at `path` is written through and stays a link.
 pub fn save(path: &Path, text: &str) -> Result<Vec<Problem>, SaveError> {
     let v = validate(text);
     if !v.valid() {
         return Err(SaveError::Invalid(v.errors()));
     }
-    crate::core::atomic::write(path, text.as_bytes()).map_err(|e| SaveError::Io {
+    // Through a symlink to its target: the link (a dotfile manager's) stays.
+    crate::core::atomic::write_through(path, text.as_bytes()).map_err(|e| SaveError::Io {
         path: path.display().to_string(),
         error: e.to_string(),
     })?;
@@ -138,5 +143,57 @@ mod tests {
         let c = v.config.expect("config");
         assert_eq!(c.agents.len(), 1);
         assert_eq!(c.agents[0].name, "demo");
+    }
+
+    fn is_link(p: &Path) -> bool {
+        std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_symlink())
+    }
+
+    #[test]
+    fn save_writes_through_a_link_and_never_writes_invalid_text() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let dots = tempfile::tempdir().expect("tempdir");
+        let real = dots.path().join("parley.json");
+        std::fs::write(&real, "{}").expect("write");
+        let link = home.path().join("config.json");
+        std::os::unix::fs::symlink(&real, &link).expect("link");
+
+        assert!(matches!(
+            save(&link, "{\"agents\": 1, \"agents\": []}"),
+            Err(SaveError::Invalid(_))
+        ));
+        assert!(is_link(&link));
+        assert_eq!(std::fs::read_to_string(&real).expect("read"), "{}");
+
+        save(&link, "{\"theme\": \"dark\"}").expect("saved");
+        assert!(is_link(&link), "the link stays a link");
+        assert_eq!(
+            std::fs::read_to_string(&real).expect("read"),
+            "{\"theme\": \"dark\"}"
+        );
+    }
+
+    #[test]
+    fn a_link_to_a_missing_file_creates_its_target() {
+        let home = tempfile::tempdir().expect("tempdir");
+        let dots = tempfile::tempdir().expect("tempdir");
+        let real = dots.path().join("sub/parley.json");
+        let link = home.path().join("config.json");
+        std::os::unix::fs::symlink(&real, &link).expect("link");
+        let (bytes, created) = read_or_create(&link).expect("created");
+        assert!(created);
+        assert_eq!(bytes, DEFAULT_TEXT.as_bytes());
+        assert!(is_link(&link));
+        assert_eq!(std::fs::read(&real).expect("read"), DEFAULT_TEXT.as_bytes());
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_read_not_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config.json");
+        std::fs::write(&path, b"{\"theme\": \"\xff\"}").expect("write");
+        let (bytes, created) = read_or_create(&path).expect("read");
+        assert!(!created);
+        assert_eq!(bytes, b"{\"theme\": \"\xff\"}");
     }
 }

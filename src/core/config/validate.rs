@@ -85,10 +85,44 @@ struct Span {
     value: usize,
 }
 
+#[derive(Default)]
 struct Converter {
     spans: HashMap<String, Span>,
     /// (pointer of the object, key, key offset) for every key.
     keys: Vec<(String, String, usize)>,
+    /// Keys given twice in one object, at any depth. serde_json (and the
+    /// map below) keeps the last one, so the first would be dropped without
+    /// a word: each is an error instead.
+    duplicates: Vec<Duplicate>,
+}
+
+struct Duplicate {
+    /// The pointer of the key given again.
+    pointer: String,
+    key: String,
+    /// Offsets of the second occurrence and of the first.
+    at: usize,
+    first: usize,
+}
+
+impl Duplicate {
+    fn problem(&self, index: &LineIndex<'_>) -> Problem {
+        let (line, column) = index.at(self.at);
+        let (first_line, _) = index.at(self.first);
+        Problem {
+            line,
+            column,
+            message: gettext_f(
+                "{path}: duplicate key \"{key}\" (first at line {line})",
+                &[
+                    ("path", &key_path(&self.pointer)),
+                    ("key", &self.key),
+                    ("line", &first_line.to_string()),
+                ],
+            ),
+            warning: false,
+        }
+    }
 }
 
 impl Converter {
@@ -116,6 +150,7 @@ impl Converter {
             ),
             ast::Value::Object(o) => {
                 let mut map = Map::new();
+                let mut first_at: HashMap<&str, usize> = HashMap::new();
                 for prop in &o.properties {
                     let name = prop.name.as_str();
                     let key_start = match &prop.name {
@@ -124,6 +159,16 @@ impl Converter {
                     };
                     self.keys.push((pointer.to_owned(), name.to_owned(), key_start));
                     let child = format!("{pointer}/{}", name.replace('~', "~0").replace('/', "~1"));
+                    if let Some(&first) = first_at.get(name) {
+                        self.duplicates.push(Duplicate {
+                            pointer: child.clone(),
+                            key: name.to_owned(),
+                            at: key_start,
+                            first,
+                        });
+                    } else {
+                        first_at.insert(name, key_start);
+                    }
                     let value = self.value(&prop.value, &child, Some(key_start));
                     map.insert(name.to_owned(), value);
                 }
@@ -170,13 +215,46 @@ fn parse_options() -> jsonc_parser::ParseOptions {
 }
 
 /// Turns the text into a plain JSON value (comments and trailing commas
-/// accepted), or the syntax error's position and message.
+/// accepted), or the first syntax error or duplicate key, with its position
+/// and message.
 pub fn parse(text: &str) -> Result<Value, Problem> {
-    let mut conv = Converter {
-        spans: HashMap::new(),
-        keys: Vec::new(),
-    };
-    parse_with(text, &mut conv)
+    let mut conv = Converter::default();
+    let value = parse_with(text, &mut conv)?;
+    match conv.duplicates.first() {
+        Some(d) => Err(d.problem(&LineIndex::new(text))),
+        None => Ok(value),
+    }
+}
+
+/// The file's bytes as text, or where they stop being UTF-8.
+pub fn decode(bytes: &[u8]) -> Result<&str, Problem> {
+    std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        let before = &bytes[..offset];
+        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        Problem {
+            line: before.iter().filter(|&&b| b == b'\n').count() + 1,
+            // Unlike every other problem's, this column counts bytes, not
+            // characters: what follows the bad byte is not text to count in.
+            column: offset - line_start + 1,
+            message: gettext_f(
+                "the file is not valid UTF-8 at byte {offset}",
+                &[("offset", &offset.to_string())],
+            ),
+            warning: false,
+        }
+    })
+}
+
+/// `validate` for a file's bytes: text that is not UTF-8 is one error.
+pub fn validate_bytes(bytes: &[u8]) -> Validated {
+    match decode(bytes) {
+        Ok(text) => validate(text),
+        Err(problem) => Validated {
+            problems: vec![problem],
+            config: None,
+        },
+    }
 }
 
 fn parse_with(text: &str, conv: &mut Converter) -> Result<Value, Problem> {
@@ -215,10 +293,7 @@ pub fn own_program_dir() -> Option<PathBuf> {
 
 pub fn validate(text: &str) -> Validated {
     let index = LineIndex::new(text);
-    let mut conv = Converter {
-        spans: HashMap::new(),
-        keys: Vec::new(),
-    };
+    let mut conv = Converter::default();
     let value = match parse_with(text, &mut conv) {
         Ok(v) => v,
         Err(p) => {
@@ -228,7 +303,7 @@ pub fn validate(text: &str) -> Validated {
             }
         }
     };
-    let mut problems = Vec::new();
+    let mut problems: Vec<Problem> = conv.duplicates.iter().map(|d| d.problem(&index)).collect();
     let at = |pointer: &str, on_key: bool| -> (usize, usize) {
         let span = conv
             .spans
@@ -513,6 +588,78 @@ mod tests {
             assert!(got.2.contains(message), "{text}: {}", got.2);
             assert_eq!(got.3, *warning, "{text}");
         }
+    }
+
+    #[test]
+    fn a_key_given_twice_in_one_object_is_an_error_at_the_second() {
+        let agent = "{\"name\": \"a\", \"command\": \"sh\"}";
+        let cases: &[(String, usize, usize, &str)] = &[
+            (
+                format!("{{\n  \"agents\": [],\n  \"agents\": [{agent}]\n}}"),
+                3,
+                3,
+                "agents: duplicate key \"agents\" (first at line 2)",
+            ),
+            (
+                "{\"agents\": [\n  {\"name\": \"a\",\n   \"command\": \"sh\", \"name\": \"b\"}\n]}".into(),
+                3,
+                21,
+                "agents[0].name: duplicate key \"name\" (first at line 2)",
+            ),
+            (
+                // Where any key is allowed, and in the schema's own keys.
+                "{\"agents\": [{\"name\": \"a\", \"command\": \"sh\",\n \"env\": {\"X\": \"1\", \"X\": \"2\"}}]}".into(),
+                2,
+                20,
+                "agents[0].env.X: duplicate key \"X\" (first at line 2)",
+            ),
+            (
+                "{\"limits\": {\"maxRunningAgents\": 2, \"maxRunningAgents\": 3}}".into(),
+                1,
+                36,
+                "limits.maxRunningAgents: duplicate key",
+            ),
+        ];
+        for (text, line, column, message) in cases {
+            let v = validate(text);
+            assert!(!v.valid(), "{text}");
+            let p = v
+                .errors()
+                .into_iter()
+                .find(|p| p.message.contains("duplicate"))
+                .unwrap_or_else(|| panic!("{text}: {:?}", v.problems));
+            assert_eq!((p.line, p.column), (*line, *column), "{text}: {}", p.message);
+            assert!(p.message.contains(message), "{text}: {}", p.message);
+            assert!(parse(text).is_err(), "parse refuses it too: {text}");
+        }
+        // The same key in two objects is no duplicate.
+        let two = format!("{{\"agents\": [{agent}, {{\"name\": \"b\", \"command\": \"sh\"}}]}}");
+        assert!(validate(&two).valid());
+        assert!(parse(&two).is_ok());
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_an_error_at_their_line_and_byte_column() {
+        let cases: &[(&[u8], usize, usize, usize)] = &[
+            (b"{\n  \"theme\": \"\xff\"\n}", 14, 2, 13),
+            // "\u{e9}" is two bytes, so two columns here.
+            (b"{\"a\": \"\xc3\xa9\xfe\"}", 9, 1, 10),
+            // A character cut off at the end of the file.
+            (b"{}\n\n\xe2\x82", 4, 3, 1),
+        ];
+        for (bytes, offset, line, column) in cases {
+            let v = validate_bytes(bytes);
+            assert!(!v.valid());
+            assert_eq!(v.problems.len(), 1, "{:?}", v.problems);
+            let p = &v.problems[0];
+            assert_eq!(
+                (p.line, p.column, p.warning),
+                (*line, *column, false),
+                "{bytes:?}"
+            );
+            assert_eq!(p.message, format!("the file is not valid UTF-8 at byte {offset}"));
+        }
+        assert!(validate_bytes(b"{\"theme\": \"dark\"}").valid());
     }
 
     #[test]
