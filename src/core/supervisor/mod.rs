@@ -11,14 +11,13 @@ pub mod lifecycle;
 pub mod process;
 
 use std::collections::VecDeque;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::watch;
 
@@ -957,28 +956,47 @@ impl AgentHandler {
         self.supervisor.upgrade().map(|shared| Supervisor { shared })
     }
 
-    fn fs_request(&self, method: &str, params: &RawValue) -> Result<Value, RpcError> {
-        use agent_client_protocol_schema::v1 as schema;
-        let invalid = |e: serde_json::Error| RpcError::remote(acp::connection::INVALID_PARAMS, e.to_string());
-        let denied = |e: acp::fs::FsError| RpcError::remote(acp::connection::INTERNAL_ERROR, e.to_string());
-        match method {
-            "fs/read_text_file" => {
-                let req: schema::ReadTextFileRequest = serde_json::from_str(params.get()).map_err(invalid)?;
-                let content = self
-                    .fs
-                    .read(Path::new(&req.path), req.line, req.limit)
-                    .map_err(denied)?;
-                Ok(serde_json::json!({ "content": content }))
+    /// Answers `fs/*` off the connection's reader task: the file work runs
+    /// on tokio's blocking pool, within `acp::fs::REQUEST_TIMEOUT`, and the
+    /// answer goes out when it is ready. A FIFO or a hung mount thus costs
+    /// the agent that one request, never its connection or a runtime worker.
+    /// (Answers may overtake one another; JSON-RPC matches them by id.)
+    fn fs_request(&self, method: &str, params: &RawValue, responder: Responder) {
+        let request = match acp::fs::FsRequest::parse(method, params.get()) {
+            Ok(r) => r,
+            Err(e) => {
+                self.log(format!("parley: refused {method}: {e}"));
+                return responder.respond(Err(RpcError::remote(
+                    acp::connection::INVALID_PARAMS,
+                    e.to_string(),
+                )));
             }
-            _ => {
-                let req: schema::WriteTextFileRequest =
-                    serde_json::from_str(params.get()).map_err(invalid)?;
-                self.fs
-                    .write(Path::new(&req.path), &req.content)
-                    .map_err(denied)?;
-                Ok(Value::Null)
+        };
+        // The reader task runs on the supervisor's runtime, so there is one.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.log(format!("parley: refused {method}: no runtime to read files on"));
+            return responder.respond(Err(RpcError::remote(
+                acp::connection::INTERNAL_ERROR,
+                "no runtime to read files on",
+            )));
+        };
+        let fs = self.fs.clone();
+        let (agent, supervisor, logs) = (self.agent.clone(), self.supervisor.clone(), self.logs.clone());
+        let method = method.to_owned();
+        runtime.spawn(async move {
+            let result = fs.serve(request, acp::fs::REQUEST_TIMEOUT).await;
+            if let Err(e) = &result {
+                // As `Handler::log` does; `self` does not live this long.
+                let line = format!("parley: refused {method}: {e}");
+                tracing::info!(agent, "{line}");
+                if let Some(shared) = supervisor.upgrade() {
+                    Supervisor { shared }.push_log(&agent, &logs, line);
+                }
             }
-        }
+            responder.respond(
+                result.map_err(|e| RpcError::remote(acp::connection::INTERNAL_ERROR, e.to_string())),
+            );
+        });
     }
 }
 
@@ -998,13 +1016,7 @@ impl Handler for AgentHandler {
 
     fn request(&self, method: &str, params: &RawValue, responder: Responder) {
         match method {
-            "fs/read_text_file" | "fs/write_text_file" => {
-                let result = self.fs_request(method, params);
-                if let Err(e) = &result {
-                    self.log(format!("parley: refused {method}: {e}"));
-                }
-                responder.respond(result);
-            }
+            "fs/read_text_file" | "fs/write_text_file" => self.fs_request(method, params, responder),
             "session/request_permission" => match self.supervisor().and_then(|s| s.client()) {
                 Some(client) => client.request(&self.agent, method, params, responder),
                 None => responder.respond(Err(RpcError::remote(
