@@ -8,14 +8,71 @@
 //! Rows end after a blank line, after a closing code fence, or after any
 //! line once the row has reached [`MAX_SEGMENT`] bytes; never inside a code
 //! fence, and never inside an unfinished line.
+//!
+//! Each row is rendered as Markdown on its own, so a fence must be found
+//! here exactly where the Markdown parser finds it (CommonMark's rules,
+//! [`Fences`]): a row cut after a line that only looks like a fence ends
+//! with an opening fence, which draws as an empty code block, and the next
+//! row starts inside the code.
 
 /// A row of plain paragraphs is cut at the next line break past this size,
 /// so that one row's layout fits in a frame.
 pub const MAX_SEGMENT: usize = 1024;
 
-fn is_fence(line: &str) -> bool {
+/// A run of three or more backticks or tildes opening `line` (after its
+/// indentation): the character, the run's length and what follows it.
+fn fence_run(line: &str) -> Option<(char, usize, &str)> {
     let t = line.trim_start();
-    t.starts_with("```") || t.starts_with("~~~")
+    let c = t.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let n = t.len() - t.trim_start_matches(c).len();
+    (n >= 3).then(|| (c, n, &t[n..]))
+}
+
+/// Where a text is with respect to code fences, line by line, as
+/// CommonMark reads them: a fence opens with three or more backticks or
+/// tildes (a backtick fence's info string holds no backtick: "```x```"
+/// is inline code), and only a run of the same character at least as long,
+/// with nothing after it, closes it. Anything else inside is code:
+/// "```sh" inside a "````markdown" block, "```" inside a "~~~" block.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Fences {
+    open: Option<(char, usize)>,
+}
+
+impl Fences {
+    /// Takes the next whole line; true when it opens or closes a fence.
+    pub fn line(&mut self, line: &str) -> bool {
+        let Some((c, n, rest)) = fence_run(line) else {
+            return false;
+        };
+        match self.open {
+            Some((open, len)) => {
+                let closes = c == open && n >= len && rest.trim().is_empty();
+                if closes {
+                    self.open = None;
+                }
+                closes
+            }
+            None => {
+                let opens = c == '~' || !rest.contains('`');
+                if opens {
+                    self.open = Some((c, n));
+                }
+                opens
+            }
+        }
+    }
+
+    /// Whether the lines so far end inside a code block.
+    pub fn inside(&self) -> bool {
+        self.open.is_some()
+    }
+}
+
+/// Whether `line` could be a closing fence (a lone run of fence
+/// characters), whatever came before it.
+fn is_closing_fence(line: &str) -> bool {
+    fence_run(line).is_some_and(|(_, _, rest)| rest.trim().is_empty())
 }
 
 /// Pushes to `out` the boundaries of `text` after `from`, which is itself
@@ -24,7 +81,7 @@ pub fn boundaries(text: &str, from: usize, out: &mut Vec<usize>) {
     let Some(rest) = text.get(from..) else { return };
     let mut last = from;
     let mut pos = from;
-    let mut in_fence = false;
+    let mut fences = Fences::default();
     // Whether the row so far has anything but blank lines: a row of blank
     // lines alone would be an empty row.
     let mut content = false;
@@ -33,13 +90,12 @@ pub fn boundaries(text: &str, from: usize, out: &mut Vec<usize>) {
             break;
         }
         pos += line.len();
-        if is_fence(line) {
-            in_fence = !in_fence;
+        if fences.line(line) {
             content = true;
-            if in_fence {
+            if fences.inside() {
                 continue;
             }
-        } else if in_fence {
+        } else if fences.inside() {
             continue;
         } else if line.trim().is_empty() {
             if !content {
@@ -71,7 +127,7 @@ pub fn splits_paragraph(text: &str, pos: usize) -> bool {
     before.ends_with('\n')
         && !before.ends_with("\n\n")
         && !last_line.trim().is_empty()
-        && !is_fence(last_line)
+        && !is_closing_fence(last_line)
 }
 
 #[cfg(test)]
@@ -121,6 +177,55 @@ mod tests {
         let fence = text.find("```\nafter").map(|p| p + 4).unwrap_or(0);
         assert!(!splits_paragraph(&text, fence), "after a closing fence");
         assert!(!splits_paragraph(&text, 0));
+    }
+
+    /// The code blocks Markdown finds in `text`.
+    fn code_blocks(text: &str) -> Vec<String> {
+        crate::ui::markdown::render(text)
+            .into_iter()
+            .filter_map(|b| match b {
+                crate::ui::markdown::Block::Code { text, .. } => Some(text),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rows_hold_the_code_blocks_markdown_finds_in_the_whole() {
+        // Fences that only look like fences: a nested fence in a longer
+        // one, backticks in a tilde block, a closing-looking fence with an
+        // info string, backticks that are inline code, an indented fence in
+        // a list, a longer closing fence.
+        let text = "Intro with ```inline``` code.\n\n\
+            ````markdown\n# Readme\n```sh\nmake\n```\n````\n\n\
+            ~~~\n```\nnot a fence here\n~~~\n\n\
+            ```rust\nfn a() {}\n```rust\nfn b() {}\n```\n\n\
+            1. Step:\n\n   ```sh\n   cargo test\n   ```\n\n\
+            ```\nshort open, long close\n`````\nafter\n";
+        let whole = code_blocks(text);
+        assert_eq!(whole.len(), 5, "{whole:?}");
+        let cuts = cut(text);
+        let mut start = 0;
+        let mut rows = Vec::new();
+        for end in cuts.iter().copied().chain([text.len()]) {
+            rows.extend(code_blocks(&text[start..end]));
+            start = end;
+        }
+        assert_eq!(rows, whole, "cuts {cuts:?}");
+        assert!(rows.iter().all(|c| !c.is_empty()), "{rows:?}");
+    }
+
+    #[test]
+    fn fences_follow_commonmark() {
+        let mut f = Fences::default();
+        assert!(!f.line("```x``` inline\n") && !f.inside());
+        assert!(f.line("````md\n") && f.inside());
+        assert!(!f.line("```\n") && f.inside(), "shorter run");
+        assert!(!f.line("~~~~\n") && f.inside(), "other character");
+        assert!(!f.line("````rust\n") && f.inside(), "info string");
+        assert!(f.line("`````  \n") && !f.inside(), "longer run closes");
+        assert!(f.line("~~~ info with ` backtick\n") && f.inside());
+        assert!(f.line("  ~~~\n") && !f.inside());
     }
 
     #[test]

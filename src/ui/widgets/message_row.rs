@@ -4,6 +4,7 @@
 
 use std::cell::{Cell, RefCell};
 
+use adw::prelude::MessageDialogExt;
 use gtk::glib;
 use gtk::prelude::*;
 use gtk::subclass::prelude::*;
@@ -11,7 +12,7 @@ use sourceview5::prelude::*;
 
 use crate::core::chat::message::{Message, Part, Role, ToolCall};
 use crate::i18n::{gettext, gettext_f};
-use crate::ui::markdown::{self, Block};
+use crate::ui::markdown::{self, escape, visible, Block};
 use crate::ui::models::{segments, RowKind, RowObject};
 
 mod imp {
@@ -82,13 +83,58 @@ fn label(markup: &str) -> gtk::Label {
     l
 }
 
+/// A label showing `text` as it is (made visible, see `markdown::visible`).
 fn plain(text: &str) -> gtk::Label {
-    label(&glib::markup_escape_text(text))
+    label(&escape(text))
+}
+
+/// A label of Markdown text, with its links: each one's real target shows
+/// on hover (`markdown::render`), and opening one whose text names another
+/// address, or that leaves the web, waits for the reader to confirm it.
+fn markdown_label(markup: &str, links: Vec<markdown::Link>) -> gtk::Label {
+    let l = label(markup);
+    if !links.is_empty() {
+        l.connect_activate_link(move |l, uri| {
+            let Some(link) = links
+                .iter()
+                .find(|k| k.target == uri && markdown::link_needs_confirmation(&k.label, &k.target))
+            else {
+                return glib::Propagation::Proceed;
+            };
+            confirm_link(l, &link.label, uri);
+            glib::Propagation::Stop
+        });
+    }
+    l
+}
+
+/// Asks before opening `uri`, showing the whole of it beside what the link
+/// said.
+fn confirm_link(from: &gtk::Label, label: &str, uri: &str) {
+    let window = from.root().and_downcast::<gtk::Window>();
+    let body = gettext_f(
+        "The link “{label}” leads to:\n\n{uri}\n\nOpen it only if you trust this address.",
+        &[("label", label), ("uri", &visible(uri))],
+    );
+    let dialog = adw::MessageDialog::new(window.as_ref(), Some(&gettext("Open This Link?")), Some(&body));
+    dialog.add_response("cancel", &gettext("_Cancel"));
+    dialog.add_response("open", &gettext("_Open Link"));
+    dialog.set_default_response(Some("cancel"));
+    dialog.set_close_response("cancel");
+    // Gone with the window if that closes first (GTK 4.8 warns otherwise).
+    dialog.set_destroy_with_parent(true);
+    let uri = uri.to_owned();
+    dialog.connect_response(None, move |d, response| {
+        if response == "open" {
+            gtk::show_uri(d.transient_for().as_ref(), &uri, gtk::gdk::CURRENT_TIME);
+        }
+    });
+    dialog.present();
 }
 
 fn code_view(lang: &str, text: &str) -> gtk::Widget {
     let buffer = sourceview5::Buffer::new(None);
-    buffer.set_text(text);
+    buffer.set_text(&visible(text));
     if let Some(l) = sourceview5::LanguageManager::default().language(lang) {
         buffer.set_language(Some(&l));
     }
@@ -120,13 +166,17 @@ fn kind_icon(kind: &str) -> &'static str {
     }
 }
 
+/// The spec's tool-call and plan-entry statuses, which are also style
+/// classes (style.css).
+const STATUSES: [&str; 4] = ["pending", "in_progress", "completed", "failed"];
+
 fn status_text(status: &str) -> String {
     match status {
         "pending" => gettext("pending"),
         "in_progress" => gettext("running…"),
         "completed" => gettext("completed"),
         "failed" => gettext("failed"),
-        other => other.to_owned(),
+        other => visible(other).into_owned(),
     }
 }
 
@@ -135,12 +185,16 @@ fn tool_card(call: &ToolCall) -> gtk::Widget {
     card.add_css_class("tool-card");
     let header = gtk::Box::new(gtk::Orientation::Horizontal, 8);
     header.append(&gtk::Image::from_icon_name(kind_icon(&call.kind)));
-    let title = label(&format!("<b>{}</b>", glib::markup_escape_text(&call.title)));
+    let title = label(&format!("<b>{}</b>", escape(&call.title)));
     title.set_hexpand(true);
     header.append(&title);
     let status = gtk::Label::new(Some(&status_text(&call.status)));
     status.add_css_class("status");
-    status.add_css_class(&call.status);
+    // Only known ones: a status is the agent's text, and GTK takes no
+    // empty class name (a critical) nor one holding a NUL (a panic).
+    if STATUSES.contains(&call.status.as_str()) {
+        status.add_css_class(&call.status);
+    }
     header.append(&status);
     card.append(&header);
     if !call.locations.is_empty() {
@@ -160,17 +214,18 @@ fn tool_card(call: &ToolCall) -> gtk::Widget {
     for d in &call.diffs {
         let mut markup = String::new();
         for (kind, line) in crate::ui::widgets::diff::lines(&d.old_text, &d.new_text) {
-            let esc = glib::markup_escape_text(&line);
+            let esc = escape(&line);
             match kind {
                 '+' => markup.push_str(&format!("<span foreground=\"#26a269\">+{esc}</span>\n")),
                 '-' => markup.push_str(&format!("<span foreground=\"#e01b24\">-{esc}</span>\n")),
                 _ => markup.push_str(&format!(" {esc}\n")),
             }
         }
+        let path = visible(&d.path);
         let title = if d.new_file {
-            gettext_f("New file {path}", &[("path", &d.path)])
+            gettext_f("New file {path}", &[("path", &path)])
         } else {
-            gettext_f("Changes to {path}", &[("path", &d.path)])
+            gettext_f("Changes to {path}", &[("path", &path)])
         };
         let expander = gtk::Expander::new(Some(&title));
         expander.set_expanded(true);
@@ -180,7 +235,7 @@ fn tool_card(call: &ToolCall) -> gtk::Widget {
     }
     if !call.output.is_empty() {
         let expander = gtk::Expander::new(Some(&gettext("Output")));
-        let l = label(&format!("<tt>{}</tt>", glib::markup_escape_text(&call.output)));
+        let l = label(&format!("<tt>{}</tt>", escape(&call.output)));
         expander.set_child(Some(&l));
         card.append(&expander);
     }
@@ -222,7 +277,7 @@ fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
     let mut lines = 0.0;
     let mut blocks = 0u32;
     let mut para = 0usize;
-    let mut in_fence = false;
+    let mut fences = segments::Fences::default();
     let wrapped = |chars: usize| (chars as f64 / per_line).ceil().max(1.0);
     let flush = |para: &mut usize, lines: &mut f64, blocks: &mut u32| {
         if *para > 0 {
@@ -233,13 +288,12 @@ fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
     };
     for line in md.lines() {
         let t = line.trim_start();
-        if t.starts_with("```") || t.starts_with("~~~") {
+        if fences.line(line) {
             flush(&mut para, &mut lines, &mut blocks);
-            in_fence = !in_fence;
-            blocks += u32::from(in_fence);
+            blocks += u32::from(fences.inside());
             continue;
         }
-        if in_fence {
+        if fences.inside() {
             lines += wrapped(line.chars().count());
             continue;
         }
@@ -265,7 +319,7 @@ fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
 fn append_markdown(target: &gtk::Box, md: &str) {
     for block in markdown::render(md) {
         match block {
-            Block::Markup(markup) => target.append(&label(&markup)),
+            Block::Markup { markup, links } => target.append(&markdown_label(&markup, links)),
             Block::Code { lang, text } => target.append(&code_view(&lang, &text)),
         }
     }
@@ -440,7 +494,7 @@ impl MessageRow {
             imp.role.set_visible(stamp.first);
             imp.role.set_label(&match msg.role {
                 Role::User => gettext("You"),
-                Role::Agent => imp.agent_title.borrow().clone(),
+                Role::Agent => visible(&imp.agent_title.borrow()).into_owned(),
                 Role::System => gettext("Parley"),
             });
             match row.kind() {
@@ -481,7 +535,8 @@ impl MessageRow {
                 String::new()
             };
             imp.footer.set_visible(!footer.is_empty());
-            imp.footer.set_label(&footer);
+            // It may quote the agent's error.
+            imp.footer.set_label(&visible(&footer));
         });
     }
 }
