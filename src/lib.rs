@@ -66,6 +66,7 @@
 //!   drives the window on one GTK thread under Xvfb.
 
 pub mod core;
+pub mod demo_agent;
 pub mod i18n;
 pub mod logging;
 pub mod ui;

@@ -49,6 +49,7 @@ impl Out {
 }
 
 fn main() -> ExitCode {
+    parley::demo_agent::run_if_asked();
     parley::logging::init();
     parley::i18n::init(parley::i18n::LOCALEDIR);
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -79,14 +80,14 @@ fn usage() -> ExitCode {
 }
 
 fn validate(file: &str) -> ExitCode {
-    let text = match std::fs::read_to_string(file) {
-        Ok(t) => t,
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
         Err(e) => {
             eprintln!("{file}: {e}");
             return ExitCode::from(2);
         }
     };
-    let v = parley::core::config::validate::validate(&text);
+    let v = parley::core::config::validate::validate_bytes(&bytes);
     for p in &v.problems {
         let kind = if p.warning { "warning" } else { "error" };
         println!("{file}:{}:{}: {kind}: {}", p.line, p.column, p.message);

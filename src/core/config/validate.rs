@@ -3,7 +3,6 @@
 //! command not found, an idle limit under a minute).
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use jsonc_parser::ast;
@@ -281,16 +280,6 @@ fn parse_with(text: &str, conv: &mut Converter) -> Result<Value, Problem> {
     }
 }
 
-pub fn own_program_dir() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let dir = exe.parent()?;
-    // Test binaries live in target/*/deps, the programs one level up.
-    if dir.file_name().is_some_and(|n| n == "deps") {
-        return dir.parent().map(PathBuf::from);
-    }
-    Some(dir.to_path_buf())
-}
-
 pub fn validate(text: &str) -> Validated {
     let index = LineIndex::new(text);
     let mut conv = Converter::default();
@@ -388,7 +377,10 @@ pub fn validate(text: &str) -> Validated {
             let Some(command) = agent.get("command").and_then(Value::as_str) else {
                 continue;
             };
-            if command.is_empty() || command.contains('/') {
+            if command.is_empty()
+                || command.contains('/')
+                || crate::core::supervisor::launch::bundled(command).is_some()
+            {
                 continue;
             }
             let env_path = agent

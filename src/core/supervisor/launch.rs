@@ -6,7 +6,17 @@
 //! bare command is searched in, in order: the agent's own `PATH` (from its
 //! `env`) or Parley's, the login shell's PATH (read once, off the main
 //! thread), the usual per-user bin directories, and Parley's own program
-//! directory (the bundled demo agent).
+//! directory.
+//!
+//! The bundled demo agent is not searched for at all: [`bundled`] finds it
+//! beside Parley's own program, or makes Parley's own program be it
+//! (`--demo-agent`), so it answers wherever Parley was started from and
+//! whatever was built (`cargo run` builds only `parley`). It always runs
+//! where Parley runs, inside the Flatpak sandbox too; only the user's own
+//! agents are started on the host.
+//!
+//! This module is a leaf: configuration validation and the supervisor both
+//! use it, and it uses neither.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -120,12 +130,43 @@ pub fn search_dirs(agent_path: Option<&str>, login: Option<&str>) -> Vec<PathBuf
         dirs.extend(std::env::split_paths(login));
     }
     dirs.extend(user_bin_dirs(&crate::core::config::model::home_dir()));
-    if let Some(own) = crate::core::config::validate::own_program_dir() {
+    if let Some(own) = own_program_dir() {
         dirs.push(own);
     }
     let mut seen = std::collections::HashSet::new();
     dirs.retain(|d| !d.as_os_str().is_empty() && seen.insert(d.clone()));
     dirs
+}
+
+/// The directory of Parley's own programs.
+pub fn own_program_dir() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?;
+    // Test binaries live in target/*/deps, the programs one level up.
+    if dir.file_name().is_some_and(|n| n == "deps") {
+        return dir.parent().map(PathBuf::from);
+    }
+    Some(dir.to_path_buf())
+}
+
+/// The command name of the agent that ships with Parley.
+pub const DEMO_AGENT: &str = "parley-demo-agent";
+
+/// The program and leading arguments of a bundled agent, or `None` when
+/// `command` names no bundled agent: `parley-demo-agent` beside Parley's own
+/// program when it is there, otherwise Parley's own program (`parley` or
+/// `parley-cli`) with `--demo-agent`.
+pub fn bundled(command: &str) -> Option<(PathBuf, Vec<String>)> {
+    if command != DEMO_AGENT {
+        return None;
+    }
+    let beside = own_program_dir()?.join(DEMO_AGENT);
+    if crate::core::supervisor::process::is_executable(&beside) {
+        return Some((beside, Vec::new()));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let name = exe.file_name()?.to_str()?;
+    matches!(name, "parley" | "parley-cli").then(|| (exe.clone(), vec![crate::demo_agent::FLAG.to_owned()]))
 }
 
 /// How to install the agents Parley knows, by their command.

@@ -521,21 +521,31 @@ impl Supervisor {
                 None,
             ));
         }
-        let program = if self.shared.spawn_prefix.is_empty() {
+        // The bundled agent runs where Parley runs (inside the sandbox too);
+        // the user's own agents on the host when Parley is in a Flatpak.
+        let (program, args, prefix) = if let Some((program, mut lead)) = launch::bundled(&def.command) {
+            lead.extend(def.args.iter().cloned());
+            (program, lead, &[][..])
+        } else if self.shared.spawn_prefix.is_empty() {
             let login = launch::login_shell_path(Duration::from_secs(3)).await;
             let dirs = launch::search_dirs(def.env.get("PATH").map(String::as_str), login);
-            process::resolve_program(&def.command, &cwd, &dirs)
-                .ok_or_else(|| (launch::not_found(&def.command, &dirs), None))?
+            let program = process::resolve_program(&def.command, &cwd, &dirs)
+                .ok_or_else(|| (launch::not_found(&def.command, &dirs), None))?;
+            (program, def.args.clone(), &[][..])
         } else {
             // On the host, the host's shell finds it (with its login PATH).
-            PathBuf::from(&def.command)
+            (
+                PathBuf::from(&def.command),
+                def.args.clone(),
+                &self.shared.spawn_prefix[..],
+            )
         };
         let spawned = process::spawn(&process::SpawnSpec {
             program: &program,
-            args: &def.args,
+            args: &args,
             env: &def.env,
             cwd: &cwd,
-            prefix: &self.shared.spawn_prefix,
+            prefix,
         })
         .map_err(|e| {
             (

@@ -1,0 +1,739 @@
+//! The demo agent: the ACP v1 agent that ships with Parley. No network, no
+//! keys, deterministic. See `--help` for its scripted test modes.
+//!
+//! It lives in the library so that every Parley program can be it: the
+//! `parley-demo-agent` program, and `parley --demo-agent` /
+//! `parley-cli --demo-agent` for a tree where only `parley` was built
+//! (`cargo run`). See `core::supervisor::launch::bundled`.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use agent_client_protocol_schema::v1 as acp;
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::sync::oneshot;
+
+mod hostile_fs;
+mod hostile_text;
+
+const HELP: &str = "\
+parley-demo-agent: the ACP (protocol version 1) agent bundled with Parley.
+
+It speaks JSON-RPC on stdin/stdout and logs on stderr. In normal use every
+prompt gets a demo of what Parley shows: a thought, a plan, tool calls (read,
+search, edit with a diff after a permission request, a failing execute),
+streamed Markdown, usage reports and slash commands (/help, /plan, /flood).
+
+Start-up modes, comma-separated in PARLEY_DEMO_MODE:
+  exit-at-start        exit with status 3 before reading anything
+  no-initialize        never answer initialize
+  protocol-2           answer initialize with protocolVersion 2
+  garbage              print non-JSON lines on stdout before every message
+  huge-line:N          answer initialize after a line of N MiB
+  stderr:K             write K lines on stderr at start
+  ignore-eof           keep running after stdin ends
+  ignore-term          ignore SIGTERM
+  child-ignores-term   start a child process that ignores SIGTERM
+  auth-required        answer session/new with an authentication error
+  early-updates        send a session update before answering session/new
+
+Prompt keywords (the prompt's first word):
+  flood N M            N text chunks of M bytes, as fast as possible
+  slow N MS            N text chunks, MS milliseconds apart
+  stop REASON          end the turn with end_turn, max_tokens,
+                       max_turn_requests or refusal
+  wait                 stream slowly until session/cancel (stopReason cancelled)
+  crash                stream a little, then exit with status 3 mid-turn
+  permission [N]       ask for permission N times; each answer is shown
+  unknown-request      send Parley a request of an unknown method
+  fs-read PATH         ask Parley to read PATH and show the answer
+  fs-write PATH TEXT   ask Parley to write TEXT to PATH and show the answer
+  fs-race N OUTSIDE    swap a directory of the cwd with a symlink to OUTSIDE
+                       (renameat2 RENAME_EXCHANGE) while reading and writing
+                       through it N times; report what came from outside
+  fs-fifo PATH         make a FIFO at PATH and ask Parley to read it
+  fs-read-len PATH [LINE [LIMIT]]
+                       ask Parley to read PATH; show only the answer's size
+  usage USED SIZE      report context usage
+  late                 send a chunk after answering session/prompt
+  unknown-update       send a session update of an unknown kind
+  stderr K             write K lines on stderr
+  error                answer session/prompt with a JSON-RPC error
+  echo TEXT            answer TEXT
+  text-fixture NAME [pieces]
+                       answer fixture NAME in one chunk (or streamed in
+                       pieces): four-fences, nul (control characters), link
+                       (a misleading link) or bidi (a right-to-left override
+                       in a file name)
+Any prompt ends with stopReason cancelled if session/cancel arrives.
+";
+
+struct Agent {
+    out: Mutex<std::io::Stdout>,
+    modes: Vec<String>,
+    next_id: AtomicI64,
+    pending: Mutex<HashMap<i64, oneshot::Sender<Value>>>,
+    cancelled: Mutex<HashMap<String, Arc<AtomicBool>>>,
+    always_allow: AtomicBool,
+    always_reject: AtomicBool,
+    sessions: AtomicU64,
+    used: AtomicU64,
+    cwd: Mutex<String>,
+}
+
+impl Agent {
+    fn mode(&self, name: &str) -> Option<&str> {
+        self.modes.iter().find_map(|m| {
+            if m == name {
+                Some("")
+            } else {
+                m.strip_prefix(name).and_then(|r| r.strip_prefix(':'))
+            }
+        })
+    }
+
+    fn send(&self, msg: &Value) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        if self.mode("garbage").is_some() {
+            let _ = writeln!(out, "demo agent says hello (this is not JSON)");
+        }
+        let _ = writeln!(out, "{msg}");
+        let _ = out.flush();
+    }
+
+    fn respond(&self, id: &Value, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn respond_error(&self, id: &Value, code: i64, message: &str) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+    }
+
+    fn update(&self, session: &str, update: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": "session/update",
+            "params": {"sessionId": session, "update": update}}));
+    }
+
+    fn chunk(&self, session: &str, kind: &str, text: &str) {
+        self.update(
+            session,
+            json!({"sessionUpdate": kind, "content": {"type": "text", "text": text}}),
+        );
+    }
+
+    async fn request(&self, method: &str, params: Value) -> Value {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, tx);
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        rx.await.unwrap_or(Value::Null)
+    }
+
+    fn is_cancelled(&self, session: &str) -> bool {
+        self.cancelled
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(session)
+            .is_some_and(|f| f.load(Ordering::Relaxed))
+    }
+}
+
+/// The argument that makes `parley` or `parley-cli` the demo agent.
+pub const FLAG: &str = "--demo-agent";
+
+/// When this program was started as `PROGRAM --demo-agent …`, runs the demo
+/// agent and exits; otherwise returns at once.
+pub fn run_if_asked() {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some(FLAG) {
+        main(args.collect());
+        std::process::exit(0);
+    }
+}
+
+/// Runs the demo agent on this process's stdin and stdout; `args` are its
+/// command-line arguments (without the program name).
+pub fn main(args: Vec<String>) {
+    match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt.block_on(run(args)),
+        Err(e) => {
+            eprintln!("demo: cannot start a runtime: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+async fn run(args: Vec<String>) {
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{HELP}");
+        return;
+    }
+    let modes: Vec<String> = std::env::var("PARLEY_DEMO_MODE")
+        .unwrap_or_default()
+        .split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect();
+    let agent = Arc::new(Agent {
+        out: Mutex::new(std::io::stdout()),
+        modes,
+        next_id: AtomicI64::new(1000),
+        pending: Mutex::new(HashMap::new()),
+        cancelled: Mutex::new(HashMap::new()),
+        always_allow: AtomicBool::new(false),
+        always_reject: AtomicBool::new(false),
+        sessions: AtomicU64::new(0),
+        used: AtomicU64::new(1200),
+        cwd: Mutex::new(String::new()),
+    });
+    if let Some(k) = agent.mode("stderr").and_then(|k| k.parse::<usize>().ok()) {
+        for i in 1..=k {
+            eprintln!("demo: stderr line {i}");
+        }
+    }
+    if agent.mode("exit-at-start").is_some() {
+        eprintln!("demo: exiting at start, as asked (exit-at-start)");
+        std::process::exit(3);
+    }
+    if agent.mode("ignore-term").is_some() {
+        // SAFETY: setting a signal disposition to ignore is always sound.
+        unsafe {
+            libc::signal(libc::SIGTERM, libc::SIG_IGN);
+        }
+    }
+    if agent.mode("child-ignores-term").is_some() {
+        let spawned = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg("trap '' TERM; exec sleep 1000000")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn();
+        match spawned {
+            Ok(c) => eprintln!("demo: started child {} that ignores SIGTERM", c.id()),
+            Err(e) => eprintln!("demo: could not start a child: {e}"),
+        }
+    }
+    eprintln!("demo: ready for ACP on stdin");
+
+    let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        let Ok(msg) = serde_json::from_str::<Value>(&line) else {
+            eprintln!("demo: skipped a line that is not JSON");
+            continue;
+        };
+        let agent = agent.clone();
+        handle(agent, msg).await;
+    }
+    eprintln!("demo: end of input");
+    if agent.mode("ignore-eof").is_some() {
+        eprintln!("demo: ignoring end of input (ignore-eof)");
+        loop {
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+}
+
+async fn handle(agent: Arc<Agent>, msg: Value) {
+    let method = msg.get("method").and_then(Value::as_str).map(str::to_owned);
+    let id = msg.get("id").cloned();
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    match (method.as_deref(), id) {
+        (None, Some(id)) => {
+            let Some(n) = id.as_i64() else { return };
+            let tx = agent.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&n);
+            if let Some(tx) = tx {
+                let answer = msg
+                    .get("result")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"error": msg.get("error")}));
+                let _ = tx.send(answer);
+            }
+        }
+        (Some("initialize"), Some(id)) => initialize(&agent, &id, params).await,
+        (Some("authenticate"), Some(id)) => agent.respond(&id, json!({})),
+        (Some("session/new"), Some(id)) => new_session(&agent, &id, params).await,
+        (Some("session/set_mode"), Some(id)) => agent.respond(&id, json!({})),
+        (Some("session/prompt"), Some(id)) => {
+            tokio::spawn(async move { prompt(agent, id, params).await });
+        }
+        (Some("session/cancel"), None) => {
+            let sid = params
+                .get("sessionId")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            eprintln!("demo: session/cancel for {sid}");
+            if let Some(flag) = agent.cancelled.lock().unwrap_or_else(|e| e.into_inner()).get(sid) {
+                flag.store(true, Ordering::Relaxed);
+            }
+        }
+        (Some(other), Some(id)) => agent.respond_error(&id, -32601, &format!("method not found: {other}")),
+        (Some(other), None) => eprintln!("demo: ignored notification {other}"),
+        (None, None) => {}
+    }
+}
+
+async fn initialize(agent: &Agent, id: &Value, params: Value) {
+    match serde_json::from_value::<acp::InitializeRequest>(params) {
+        Ok(req) => eprintln!(
+            "demo: initialize from {:?}, protocol {}",
+            req.client_info.map(|c| c.name),
+            req.protocol_version
+        ),
+        Err(e) => eprintln!("demo: initialize with unexpected params: {e}"),
+    }
+    if agent.mode("no-initialize").is_some() {
+        eprintln!("demo: not answering initialize (no-initialize)");
+        return;
+    }
+    if let Some(mib) = agent.mode("huge-line").and_then(|n| n.parse::<usize>().ok()) {
+        let filler = "x".repeat(1024 * 1024);
+        let mut out = agent.out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = write!(
+            out,
+            "{{\"jsonrpc\":\"2.0\",\"method\":\"_demo/huge\",\"params\":\""
+        );
+        for _ in 0..mib {
+            let _ = out.write_all(filler.as_bytes());
+        }
+        let _ = writeln!(out, "\"}}");
+        let _ = out.flush();
+    }
+    let version = if agent.mode("protocol-2").is_some() { 2 } else { 1 };
+    agent.respond(
+        id,
+        json!({
+            "protocolVersion": version,
+            "agentCapabilities": {"loadSession": false, "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false}},
+            "authMethods": [],
+            "agentInfo": {"name": "parley-demo-agent", "title": "Demo Agent", "version": env!("CARGO_PKG_VERSION")}
+        }),
+    );
+}
+
+async fn new_session(agent: &Agent, id: &Value, params: Value) {
+    let req: acp::NewSessionRequest = match serde_json::from_value(params) {
+        Ok(r) => r,
+        Err(e) => return agent.respond_error(id, -32602, &format!("invalid session/new params: {e}")),
+    };
+    if !req.cwd.is_absolute() {
+        return agent.respond_error(id, -32602, "cwd must be absolute");
+    }
+    if agent.mode("auth-required").is_some() {
+        return agent.respond_error(id, -32000, "Authentication required");
+    }
+    *agent.cwd.lock().unwrap_or_else(|e| e.into_inner()) = req.cwd.display().to_string();
+    let n = agent.sessions.fetch_add(1, Ordering::Relaxed) + 1;
+    let sid = format!("demo-session-{n}");
+    agent
+        .cancelled
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(sid.clone(), Arc::new(AtomicBool::new(false)));
+    // Sent before the answer: clients must keep such updates (ACP issue trackers).
+    agent.update(
+        &sid,
+        json!({"sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": "help", "description": "What the demo agent can do"},
+            {"name": "plan", "description": "Show a plan whose entries progress"},
+            {"name": "flood", "description": "Stream 2,000 chunks as fast as possible"}
+        ]}),
+    );
+    if agent.mode("early-updates").is_some() {
+        agent.chunk(&sid, "agent_message_chunk", "(sent before session/new answered) ");
+    }
+    agent.respond(id, json!({"sessionId": sid}));
+}
+
+fn words(text: &str) -> Vec<&str> {
+    text.split_whitespace().collect()
+}
+
+async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
+    let req: acp::PromptRequest = match serde_json::from_value(params) {
+        Ok(r) => r,
+        Err(e) => return agent.respond_error(&id, -32602, &format!("invalid session/prompt params: {e}")),
+    };
+    let sid = req.session_id.to_string();
+    let flag = agent
+        .cancelled
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(sid.clone())
+        .or_insert_with(|| Arc::new(AtomicBool::new(false)))
+        .clone();
+    flag.store(false, Ordering::Relaxed);
+    let text: String = req
+        .prompt
+        .iter()
+        .filter_map(|b| match b {
+            acp::ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    let w = words(&text);
+    let first = w.first().copied().unwrap_or("").trim_start_matches('/');
+    let num = |i: usize, default: u64| w.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(default);
+    let stop = match first {
+        "flood" => {
+            let (n, m) = (num(1, 2000), num(2, 40) as usize);
+            let body: String = "lorem *ipsum* `dolor` sit amet, consectetur "
+                .chars()
+                .cycle()
+                .take(m)
+                .collect();
+            // As fast as a real agent can: buffered, one flush at the end.
+            let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            for i in 0..n {
+                if i % 1024 == 0 && agent.is_cancelled(&sid) {
+                    break;
+                }
+                let mut chunk = body.clone();
+                if m >= 8 {
+                    let tag = format!("{:07}\n", i % 10_000_000);
+                    chunk.replace_range(m - 8.., &tag);
+                }
+                let text = serde_json::to_string(&chunk).unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{sid}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":{text}}}}}}}}}"#
+                );
+            }
+            let _ = out.flush();
+            drop(out);
+            "end_turn".to_string()
+        }
+        "slow" => {
+            let (n, ms) = (num(1, 20), num(2, 50));
+            for i in 0..n {
+                if agent.is_cancelled(&sid) {
+                    break;
+                }
+                agent.chunk(&sid, "agent_message_chunk", &format!("chunk {i} "));
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+            }
+            "end_turn".to_string()
+        }
+        "stop" => {
+            let reason = w.get(1).copied().unwrap_or("end_turn");
+            agent.chunk(&sid, "agent_message_chunk", &format!("Stopping with {reason}."));
+            reason.to_string()
+        }
+        "wait" => {
+            let mut i = 0;
+            while !agent.is_cancelled(&sid) && i < 6000 {
+                if i % 10 == 0 {
+                    agent.chunk(&sid, "agent_message_chunk", ".");
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                i += 1;
+            }
+            "end_turn".to_string()
+        }
+        "crash" => {
+            agent.chunk(&sid, "agent_message_chunk", "About to crash… ");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            eprintln!("demo: crashing mid-turn, as asked");
+            std::process::exit(3);
+        }
+        "permission" => {
+            for i in 0..num(1, 1) {
+                if agent.is_cancelled(&sid) {
+                    break;
+                }
+                let tool = format!("perm-tool-{i}");
+                let answer = ask_permission(&agent, &sid, &tool, "Delete build artefacts", "delete").await;
+                agent.chunk(
+                    &sid,
+                    "agent_message_chunk",
+                    &format!("permission answer: {answer}. "),
+                );
+            }
+            "end_turn".to_string()
+        }
+        "unknown-request" => {
+            let answer = agent
+                .request("telepathy/read_mind", json!({"sessionId": sid}))
+                .await;
+            agent.chunk(
+                &sid,
+                "agent_message_chunk",
+                &format!("unknown-request result: {answer}"),
+            );
+            "end_turn".to_string()
+        }
+        "fs-race" | "fs-fifo" | "fs-read-len" => {
+            let answer = hostile_fs::run(&agent, &sid, first, &w).await;
+            agent.chunk(&sid, "agent_message_chunk", &answer);
+            "end_turn".to_string()
+        }
+        "fs-read" | "fs-write" => {
+            let path = w.get(1).copied().unwrap_or("");
+            let result = if first == "fs-read" {
+                agent
+                    .request("fs/read_text_file", json!({"sessionId": sid, "path": path}))
+                    .await
+            } else {
+                let content = w.get(2..).map(|r| r.join(" ")).unwrap_or_default();
+                agent
+                    .request(
+                        "fs/write_text_file",
+                        json!({"sessionId": sid, "path": path, "content": content}),
+                    )
+                    .await
+            };
+            agent.chunk(&sid, "agent_message_chunk", &format!("{first} result: {result}"));
+            "end_turn".to_string()
+        }
+        "usage" => {
+            agent.update(
+                &sid,
+                json!({"sessionUpdate": "usage_update", "used": num(1, 1000), "size": num(2, 0)}),
+            );
+            "end_turn".to_string()
+        }
+        "late" => {
+            agent.chunk(&sid, "agent_message_chunk", "before the answer. ");
+            agent.respond(&id, json!({"stopReason": "end_turn"}));
+            agent.chunk(&sid, "agent_message_chunk", "after the answer.");
+            return;
+        }
+        "unknown-update" => {
+            agent.update(&sid, json!({"sessionUpdate": "telepathy", "thought": "hi"}));
+            agent.update(
+                &sid,
+                json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "hologram", "data": "x"}}),
+            );
+            agent.send(&json!({"jsonrpc": "2.0", "method": "_demo/extension", "params": {}}));
+            agent.chunk(&sid, "agent_message_chunk", "sent unknown things");
+            "end_turn".to_string()
+        }
+        "stderr" => {
+            for i in 1..=num(1, 10) {
+                eprintln!("demo: stderr line {i}");
+            }
+            agent.chunk(&sid, "agent_message_chunk", "wrote to stderr");
+            "end_turn".to_string()
+        }
+        "error" => {
+            return agent.respond_error(&id, -32603, "the demo agent failed on purpose");
+        }
+        "text-fixture" => {
+            let name = w.get(1).copied().unwrap_or_default();
+            let pieces = w.get(2) == Some(&"pieces");
+            if !hostile_text::send(&agent, &sid, name, pieces).await {
+                agent.chunk(
+                    &sid,
+                    "agent_message_chunk",
+                    &format!("no fixture {name:?}; there are {:?}", hostile_text::NAMES),
+                );
+            }
+            "end_turn".to_string()
+        }
+        "echo" => {
+            agent.chunk(
+                &sid,
+                "agent_message_chunk",
+                &w.get(1..).map(|r| r.join(" ")).unwrap_or_default(),
+            );
+            "end_turn".to_string()
+        }
+        "help" => {
+            stream(&agent, &sid, &format!("```\n{HELP}```\n"), 0).await;
+            "end_turn".to_string()
+        }
+        "plan" => {
+            demo_plan(&agent, &sid, 3).await;
+            "end_turn".to_string()
+        }
+        _ => demo(&agent, &sid, &text).await,
+    };
+    let stop = if agent.is_cancelled(&sid) {
+        "cancelled".to_string()
+    } else {
+        stop
+    };
+    agent.respond(&id, json!({"stopReason": stop}));
+}
+
+async fn ask_permission(agent: &Agent, sid: &str, tool: &str, title: &str, kind: &str) -> String {
+    if agent.always_allow.load(Ordering::Relaxed) {
+        return "allow_always (remembered)".into();
+    }
+    if agent.always_reject.load(Ordering::Relaxed) {
+        return "reject_always (remembered)".into();
+    }
+    let answer = agent
+        .request(
+            "session/request_permission",
+            json!({"sessionId": sid,
+            "toolCall": {"toolCallId": tool, "title": title, "kind": kind, "status": "pending"},
+            "options": [
+                {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+                {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+                {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+                {"optionId": "reject-always", "name": "Always reject", "kind": "reject_always"}
+            ]}),
+        )
+        .await;
+    let outcome = &answer["outcome"];
+    match outcome["outcome"].as_str() {
+        Some("selected") => {
+            let option = outcome["optionId"].as_str().unwrap_or("");
+            match option {
+                "allow-always" => agent.always_allow.store(true, Ordering::Relaxed),
+                "reject-always" => agent.always_reject.store(true, Ordering::Relaxed),
+                _ => {}
+            }
+            option.replace('-', "_")
+        }
+        _ => "cancelled".into(),
+    }
+}
+
+async fn stream(agent: &Agent, sid: &str, text: &str, delay_ms: u64) {
+    let chars: Vec<char> = text.chars().collect();
+    for piece in chars.chunks(12) {
+        if agent.is_cancelled(sid) {
+            return;
+        }
+        agent.chunk(sid, "agent_message_chunk", &piece.iter().collect::<String>());
+        if delay_ms > 0 {
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+        }
+    }
+}
+
+fn plan_update(agent: &Agent, sid: &str, done: usize, total: usize) {
+    let names = [
+        "Read the project layout",
+        "Find where the greeting is built",
+        "Make the change and run the tests",
+    ];
+    let entries: Vec<Value> = (0..total)
+        .map(|i| {
+            let status = if i < done { "completed" } else if i == done { "in_progress" } else { "pending" };
+            json!({"content": names[i % names.len()], "priority": if i == 0 {"high"} else {"medium"}, "status": status})
+        })
+        .collect();
+    agent.update(sid, json!({"sessionUpdate": "plan", "entries": entries}));
+}
+
+async fn demo_plan(agent: &Agent, sid: &str, total: usize) {
+    for done in 0..=total {
+        plan_update(agent, sid, done, total);
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+fn tool(agent: &Agent, sid: &str, update: Value) {
+    agent.update(sid, update);
+}
+
+/// The normal answer: everything Parley can show, in one believable turn.
+async fn demo(agent: &Agent, sid: &str, text: &str) -> String {
+    let cwd = agent.cwd.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let file = format!("{cwd}/src/greeting.rs");
+    let pause = |ms| tokio::time::sleep(Duration::from_millis(ms));
+    for piece in [
+        "The user asks: \"",
+        text,
+        "\". ",
+        "I should read the code before changing anything, ",
+        "then check the tests.",
+    ] {
+        agent.chunk(sid, "agent_thought_chunk", piece);
+        pause(30).await;
+    }
+    plan_update(agent, sid, 0, 3);
+    tool(
+        agent,
+        sid,
+        json!({"sessionUpdate": "tool_call", "toolCallId": "read-1", "title": "Read src/greeting.rs",
+        "kind": "read", "status": "pending", "locations": [{"path": file, "line": 1}], "rawInput": {"path": file}}),
+    );
+    pause(120).await;
+    tool(
+        agent,
+        sid,
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "read-1", "status": "in_progress"}),
+    );
+    pause(120).await;
+    tool(
+        agent,
+        sid,
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "read-1", "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "pub fn greeting() -> &'static str {\n    \"Hello\"\n}"}}]}),
+    );
+    plan_update(agent, sid, 1, 3);
+    tool(
+        agent,
+        sid,
+        json!({"sessionUpdate": "tool_call", "toolCallId": "search-1", "title": "Search for \"greeting(\"",
+        "kind": "search", "status": "in_progress", "rawInput": {"pattern": "greeting("}}),
+    );
+    pause(150).await;
+    tool(
+        agent,
+        sid,
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "search-1", "status": "completed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "src/main.rs:4: println!(\"{}\", greeting());"}}]}),
+    );
+    plan_update(agent, sid, 2, 3);
+    let edit = json!({"sessionUpdate": "tool_call", "toolCallId": "edit-1", "title": "Edit src/greeting.rs",
+        "kind": "edit", "status": "pending", "locations": [{"path": file, "line": 2}],
+        "content": [{"type": "diff", "path": file, "oldText": "pub fn greeting() -> &'static str {\n    \"Hello\"\n}\n",
+            "newText": "pub fn greeting() -> &'static str {\n    \"Hello from Parley\"\n}\n"}]});
+    tool(agent, sid, edit);
+    let answer = ask_permission(agent, sid, "edit-1", "Edit src/greeting.rs", "edit").await;
+    if agent.is_cancelled(sid) {
+        return "cancelled".into();
+    }
+    let allowed = answer.starts_with("allow");
+    tool(
+        agent,
+        sid,
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "edit-1",
+        "status": if allowed {"completed"} else {"failed"}}),
+    );
+    tool(
+        agent,
+        sid,
+        json!({"sessionUpdate": "tool_call", "toolCallId": "exec-1", "title": "cargo test",
+        "kind": "execute", "status": "in_progress", "rawInput": {"command": "cargo test"}}),
+    );
+    pause(200).await;
+    tool(
+        agent,
+        sid,
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": "exec-1", "status": "failed",
+        "content": [{"type": "content", "content": {"type": "text", "text": "error: could not find `Cargo.toml` (this is a demo)"}}]}),
+    );
+    plan_update(agent, sid, 3, 3);
+    let used = agent.used.fetch_add(850, Ordering::Relaxed) + 850;
+    agent.update(
+        sid,
+        json!({"sessionUpdate": "usage_update", "used": used, "size": 200000}),
+    );
+    let outcome = if allowed {
+        "I changed the greeting (you allowed the edit)."
+    } else {
+        "I left the file alone (you refused the edit)."
+    };
+    let answer_text = format!(
+        "## What I did\n\n{outcome} Here is the plan I followed:\n\n\
+         1. **Read** `src/greeting.rs`\n2. *Searched* for callers\n3. Edited and ran the tests\n\n\
+         ```rust\npub fn greeting() -> &'static str {{\n    \"Hello from Parley\"\n}}\n```\n\n\
+         The test run failed because this is a demo without a real project. \
+         Try `/flood` or ask me anything else.\n"
+    );
+    stream(agent, sid, &answer_text, 15).await;
+    "end_turn".into()
+}
