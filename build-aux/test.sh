@@ -31,6 +31,19 @@ timeout 2400 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
 status=${PIPESTATUS[0]}
 passed=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
 failed=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')
+
+# The README's first command, as a newcomer runs it (fresh HOME and XDG
+# directories, release build): the window must come up on the configuration
+# it creates, and the bundled demo agent must answer a message sent from it.
+echo "== first run: build-aux/run.sh --smoke"
+if timeout 1200 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
+  build-aux/run.sh --smoke 2>&1 | grep -v "^dbus-daemon\["; [ "${PIPESTATUS[0]}" -eq 0 ]; then
+  passed=$((passed + 1))
+else
+  echo "the first run failed"
+  failed=$((failed + 1))
+  status=1
+fi
 rm -f "$log"
 echo "total: $passed passed, $failed failed"
 exit "$status"

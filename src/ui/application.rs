@@ -369,6 +369,7 @@ fn command_line(app: &adw::Application, cl: &gio::ApplicationCommandLine) -> gli
         }
         gtk::prelude::GtkWindowExt::present(&w);
         exit_after_first_frame(app, &w);
+        crate::ui::smoke::start(app, &w);
         if cl.options_dict().contains("open-configuration") {
             choose(&w);
         }
@@ -406,6 +407,7 @@ pub fn run() -> glib::ExitCode {
         if let Some(w) = ensure_window(app, None) {
             gtk::prelude::GtkWindowExt::present(&w);
             exit_after_first_frame(app, &w);
+            crate::ui::smoke::start(app, &w);
         }
     });
     app.connect_command_line(command_line);
@@ -415,5 +417,9 @@ pub fn run() -> glib::ExitCode {
             runtime::runtime().block_on(core.shutdown());
         }
     });
-    app.run()
+    let status = app.run();
+    if crate::ui::smoke::failed() {
+        return glib::ExitCode::FAILURE;
+    }
+    status
 }

@@ -15,6 +15,7 @@ pub mod markdown;
 pub mod models;
 pub mod preferences;
 pub mod runtime;
+pub mod smoke;
 pub mod widgets;
 pub mod window;
 

@@ -110,3 +110,84 @@ fn the_cargo_sources_cover_every_locked_crate() {
         "the vendored-sources config"
     );
 }
+
+/// Inside Flatpak (simulated: `PARLEY_HOST_SPAWN` names a stand-in for
+/// `flatpak-spawn --host` that records what it was asked to run), the bundled
+/// demo agent runs in the sandbox beside Parley, and only the user's own
+/// agents go through the stand-in to the host.
+#[test]
+fn in_flatpak_the_bundled_agent_runs_inside_and_the_users_agents_on_the_host() {
+    use std::io::{BufRead, Write};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let record = dir.path().join("host-spawn.log");
+    let recorder = dir.path().join("flatpak-spawn");
+    let standin = Path::new(ROOT).join("tests/fake-flatpak-spawn");
+    std::fs::write(
+        &recorder,
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            record.display(),
+            standin.display()
+        ),
+    )
+    .expect("write the recorder");
+    let host_agent = dir.path().join("my-host-agent");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_parley-demo-agent"), &host_agent).expect("symlink");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&recorder, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let config = dir.path().join("config.json");
+    std::fs::write(
+        &config,
+        serde_json::json!({"agents": [
+            {"name": "bundled", "command": "parley-demo-agent"},
+            {"name": "mine", "command": host_agent},
+        ]})
+        .to_string(),
+    )
+    .expect("write the configuration");
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_parley-cli"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env("XDG_STATE_HOME", dir.path())
+        .env(
+            "PARLEY_HOST_SPAWN",
+            format!("{} --host --watch-bus", recorder.display()),
+        )
+        .env("PARLEY_TEST_TIMINGS", "eof=1s,term=1s")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("parley-cli serve");
+    let mut stdin = serve.stdin.take().expect("stdin");
+    let mut lines = std::io::BufReader::new(serve.stdout.take().expect("stdout")).lines();
+    let mut call = |id: u32, agent: &str| -> String {
+        writeln!(
+            stdin,
+            r#"{{"id": {id}, "method": "AgentService.Start", "params": ["{agent}"]}}"#
+        )
+        .expect("write");
+        loop {
+            let line = lines.next().and_then(Result::ok).expect("an answer");
+            if line.starts_with(&format!(r#"{{"id":{id},"#)) {
+                return line;
+            }
+        }
+    };
+    assert_eq!(call(1, "bundled"), r#"{"id":1,"result":null}"#);
+    let recorded = std::fs::read_to_string(&record).unwrap_or_default();
+    assert!(
+        recorded.is_empty(),
+        "the bundled agent went to the host: {recorded}"
+    );
+    assert_eq!(call(2, "mine"), r#"{"id":2,"result":null}"#);
+    let recorded = std::fs::read_to_string(&record).expect("the stand-in was asked");
+    // One call (the host wrapper script spans lines), for the user's agent.
+    assert_eq!(recorded.matches("--host --watch-bus").count(), 1, "{recorded}");
+    assert!(recorded.contains("my-host-agent"), "{recorded}");
+    assert!(!recorded.contains("parley-demo-agent"), "{recorded}");
+    drop(stdin);
+    let status = serve.wait().expect("serve ends");
+    assert!(status.success());
+}

@@ -1,0 +1,169 @@
+//! The first-run check (`build-aux/run.sh --smoke`, which sets
+//! `PARLEY_SMOKE`): proves that the window came up on a configuration it
+//! created itself, and that the default agent answers a message typed into
+//! the composer, as a newcomer's first try would. It prints what happened
+//! and quits; the exit status says whether it worked.
+
+use std::cell::Cell;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use adw::prelude::*;
+use adw::subclass::prelude::ObjectSubclassIsExt;
+use gtk::glib;
+
+use crate::core::chat::message::Role;
+use crate::core::config::store::Source;
+use crate::ui::models::MessageObject;
+use crate::ui::window::ParleyWindow;
+
+/// The environment variable that turns the check on.
+pub const VAR: &str = "PARLEY_SMOKE";
+
+/// How long the whole check may take: the first start of an agent includes
+/// reading the login shell's PATH.
+const LIMIT: Duration = Duration::from_secs(30);
+
+thread_local! {
+    /// Set when the check failed; `application::run` turns it into the exit status.
+    static FAILED: Cell<bool> = const { Cell::new(false) };
+}
+
+pub fn failed() -> bool {
+    FAILED.with(Cell::get)
+}
+
+fn finish(app: &adw::Application, ok: bool, text: &str) {
+    if ok {
+        println!("smoke: ok: {text}");
+    } else {
+        eprintln!("smoke: FAILED: {text}");
+        FAILED.with(|f| f.set(true));
+    }
+    app.quit();
+}
+
+/// Starts the check on `win` when `PARLEY_SMOKE` is set.
+pub fn start(app: &adw::Application, win: &ParleyWindow) {
+    if std::env::var_os(VAR).is_none() {
+        return;
+    }
+    let current = win.core().current();
+    if !current.created || current.source != Source::Default || !current.valid {
+        let text = format!(
+            "the window did not start on a default configuration it created (path {}, created {}, valid {})",
+            current.path, current.created, current.valid
+        );
+        return finish(app, false, &text);
+    }
+    println!("smoke: the window created {}", current.path);
+    let started = Instant::now();
+    let sent = Rc::new(Cell::new(false));
+    let app = app.clone();
+    let win = win.downgrade();
+    glib::timeout_add_local(Duration::from_millis(100), move || {
+        let Some(win) = win.upgrade() else {
+            finish(&app, false, "the window went away");
+            return glib::ControlFlow::Break;
+        };
+        match step(&win, &sent) {
+            Ok(None) if started.elapsed() < LIMIT => glib::ControlFlow::Continue,
+            Ok(None) => {
+                let agents: Vec<String> = win
+                    .core()
+                    .supervisor
+                    .list()
+                    .iter()
+                    .map(|a| format!("{} {:?} {:?}", a.name, a.state, a.error))
+                    .collect();
+                let text = format!(
+                    "no answer within {} s (agents: {}; composer: {:?})",
+                    LIMIT.as_secs(),
+                    agents.join(", "),
+                    {
+                        let b = win.imp().composer_text.buffer();
+                        b.text(&b.start_iter(), &b.end_iter(), false).to_string()
+                    }
+                );
+                finish(&app, false, &text);
+                glib::ControlFlow::Break
+            }
+            Ok(Some(answer)) => {
+                let text = format!(
+                    "the default agent answered in {} ms: {answer}",
+                    started.elapsed().as_millis()
+                );
+                finish(&app, true, &text);
+                glib::ControlFlow::Break
+            }
+            Err(e) => {
+                finish(&app, false, &e);
+                glib::ControlFlow::Break
+            }
+        }
+    });
+}
+
+/// One look at the window: selects the first agent and sends a message once
+/// it is listed, then waits for the agent's finished answer.
+fn step(win: &ParleyWindow, sent: &Cell<bool>) -> Result<Option<String>, String> {
+    let Some(agent) = win.core().supervisor.list().into_iter().next() else {
+        return Ok(None);
+    };
+    if !sent.get() {
+        win.select_agent(&agent.name);
+        if win.selected_agent().as_deref() != Some(agent.name.as_str()) {
+            return Ok(None);
+        }
+        let imp = win.imp();
+        imp.composer_text
+            .buffer()
+            .set_text("Hello from the first-run check");
+        imp.send_button.emit_clicked();
+        sent.set(true);
+        println!("smoke: sent a message to {} ({})", agent.title, agent.name);
+        return Ok(None);
+    }
+    // The demo asks before it edits; a newcomer allows it from the banner.
+    let pending = win
+        .imp()
+        .permissions
+        .borrow()
+        .get(&agent.name)
+        .and_then(|p| p.first().cloned());
+    if let Some(request) = pending {
+        if let Some(allow) = request.options.iter().find(|o| o.kind.starts_with("allow")) {
+            println!("smoke: allowed {:?}", request.tool_call.title);
+            win.answer_permission(&request.id, &allow.option_id);
+        }
+    }
+    let store = win.conversation(&agent.name);
+    for i in 0..store.n_items() {
+        let Some(m) = store.item(i).and_downcast::<MessageObject>() else {
+            continue;
+        };
+        let seen = m.with(|m| match m.role {
+            Role::System => Some(Err(format!(
+                "the conversation says: {}",
+                m.error.clone().unwrap_or_else(|| m.text())
+            ))),
+            Role::Agent if m.done => Some(match m.stop_reason.as_deref() {
+                Some("end_turn") => Ok(m
+                    .text()
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .to_owned()),
+                other => Err(format!(
+                    "the answer ended with {other:?}: {}",
+                    m.error.clone().unwrap_or_default()
+                )),
+            }),
+            _ => None,
+        });
+        if let Some(result) = seen.flatten() {
+            return result.map(Some);
+        }
+    }
+    Ok(None)
+}
