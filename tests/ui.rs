@@ -298,6 +298,254 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
     Ok(())
 }
 
+/// The text of every text view (code blocks) below `w`, in order.
+fn code_texts(w: &gtk::Widget) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(v) = w.downcast_ref::<gtk::TextView>() {
+        let b = v.buffer();
+        out.push(b.text(&b.start_iter(), &b.end_iter(), true).to_string());
+    }
+    let mut child = w.first_child();
+    while let Some(c) = child {
+        out.extend(code_texts(&c));
+        child = c.next_sibling();
+    }
+    out
+}
+
+/// Every label's markup and tooltip below `w`.
+fn markups(w: &gtk::Widget) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(l) = w.downcast_ref::<gtk::Label>() {
+        out.push(l.label().to_string());
+        if let Some(t) = l.tooltip_text() {
+            out.push(t.to_string());
+        }
+    }
+    let mut child = w.first_child();
+    while let Some(c) = child {
+        out.extend(markups(&c));
+        child = c.next_sibling();
+    }
+    out
+}
+
+/// Sends `text-fixture NAME` to the demo agent and waits until the answer
+/// is over and its last row drawn on screen.
+fn answer_fixture(f: &Fixture, name: &str) -> Result<(), String> {
+    let messages = || f.win.imp_conversation("demo").map_or(0, |s| s.n_items());
+    let before = messages();
+    type_and_send(f, &format!("text-fixture {name}"));
+    // The question and the answer.
+    spin_until("the fixture's answer", Duration::from_secs(15), || {
+        messages() >= before + 2 && f.win.agent("demo").is_some_and(|a| !a.answering())
+    })?;
+    spin_until("the last row on screen", Duration::from_secs(10), || {
+        f.win.last_row_shown()
+    })?;
+    spin(Duration::from_millis(300));
+    Ok(())
+}
+
+/// The four code blocks of the `four-fences` fixture, as Markdown reads
+/// them (see `src/demo_agent/hostile_text.rs`).
+const FOUR_FENCES: [&str; 4] = [
+    "fn alpha_block() {}",
+    "# beta_block\n```sh\nmake beta\n```",
+    "```\ngamma_block",
+    "delta_block",
+];
+
+/// Checks that the conversation shows the four code blocks of the
+/// `four-fences` fixture in their views, and no other.
+fn four_fences_drawn(f: &Fixture, png: &str) -> Result<(), String> {
+    let view = f.win.imp().messages_view.get();
+    spin_until("four code blocks drawn", Duration::from_secs(10), || {
+        code_texts(view.upcast_ref()).len() >= 4
+    })
+    .map_err(|e| format!("{e}: {:?}", code_texts(view.upcast_ref())))?;
+    save_png(&f.win, png)?;
+    let code = code_texts(view.upcast_ref());
+    if code != FOUR_FENCES {
+        return Err(format!("the code blocks hold {code:?}, not {FOUR_FENCES:?}"));
+    }
+    let shown = conversation_texts(f);
+    for prose in ["A README shows its own fence:", "is inline code", "The end."] {
+        if !shown.iter().any(|t| t.contains(prose)) {
+            return Err(format!("{prose:?} is not shown: {shown:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// An answer of four fenced code blocks that arrives in one chunk: each
+/// block's view holds its code, and the same answer streamed in pieces is
+/// drawn the same. Fences that only look like fences (inside a longer
+/// fence, backticks in a tilde block, inline triple backticks) used to end
+/// a row, which drew an empty code block.
+fn code_blocks_of_a_whole_message_show_their_code(app: &adw::Application) -> Result<(), String> {
+    for (answer, png) in [
+        ("text-fixture four-fences", "09-four-fences"),
+        ("text-fixture four-fences pieces", "09-four-fences-streamed"),
+    ] {
+        let f = open_window(app, &demo_config(true))?;
+        select_demo(&f)?;
+        type_and_send(&f, answer);
+        spin_until("the answer", Duration::from_secs(15), || {
+            conversation_texts(&f).iter().any(|t| t == "The end.")
+                && f.win.agent("demo").is_some_and(|a| !a.answering())
+        })?;
+        spin_until("the last row on screen", Duration::from_secs(10), || {
+            f.win.last_row_shown()
+        })?;
+        four_fences_drawn(&f, png).map_err(|e| format!("{answer}: {e}"))?;
+        close(f);
+    }
+    Ok(())
+}
+
+/// Whether `c` is a character that must never reach a widget raw: a
+/// control character other than a line break or tab, or a character that
+/// reorders text (bidirectional controls).
+fn hidden_char(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t')
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
+
+/// Agent text with NUL and other control characters, or with
+/// bidirectional overrides, in a message, a thought, a plan entry and a
+/// tool call (title, location, diff, output): the view keeps working and
+/// shows each such character visibly, never raw.
+fn control_and_bidi_characters_are_shown_visibly(app: &adw::Application) -> Result<(), String> {
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    answer_fixture(&f, "nul")?;
+    answer_fixture(&f, "bidi")?;
+    // The view still follows new answers after them.
+    type_and_send(&f, "echo still alive");
+    spin_until("the next answer", Duration::from_secs(10), || {
+        conversation_texts(&f).iter().any(|t| t == "still alive")
+    })?;
+    // Collapsed parts (the thought) are shown too.
+    let view = f.win.imp().messages_view.get();
+    let mut expanders = Vec::new();
+    let mut stack = vec![view.clone().upcast::<gtk::Widget>()];
+    while let Some(w) = stack.pop() {
+        if let Ok(e) = w.clone().downcast::<gtk::Expander>() {
+            expanders.push(e);
+        }
+        let mut child = w.first_child();
+        while let Some(c) = child {
+            stack.push(c.clone());
+            child = c.next_sibling();
+        }
+    }
+    for e in &expanders {
+        e.set_expanded(true);
+    }
+    spin(Duration::from_millis(200));
+    save_png(&f.win, "10-hostile-text")?;
+    let mut all = conversation_texts(&f);
+    all.extend(code_texts(view.upcast_ref()));
+    all.extend(markups(view.upcast_ref()));
+    if let Some(raw) = all.iter().find(|t| t.chars().any(hidden_char)) {
+        return Err(format!("a raw control character is shown: {raw:?}"));
+    }
+    let joined = all.join("\n");
+    for expected in [
+        "nul:[\u{2400}]",
+        "bell:[\u{2407}]",
+        "esc:[\u{241B}[31m]",
+        "del:[\u{2421}]",
+        "inline\u{2400}code",
+        "block\u{2400}code\u{241B}",
+        "thinking about file\u{2400}name",
+        "Rename invoice",
+        "Edit invoice",
+        "output invoice",
+        "U+202E",
+    ] {
+        if !joined.contains(expected) {
+            return Err(format!("{expected:?} is not shown; shown: {all:?}"));
+        }
+    }
+    if !joined.contains("nel:[\u{27E8}U+0085\u{27E9}]") {
+        return Err(format!("the C1 control is not shown visibly: {all:?}"));
+    }
+    close(f);
+    Ok(())
+}
+
+/// Activates the link to `target` in `label` as a click does: a
+/// confirmation must show the link's text and its target; Cancel closes it.
+/// The dialog is let go before its window closes (GTK 4.8 warns when a
+/// dialog outlives the window it belongs to).
+fn confirm_and_cancel(label: &gtk::Label, target: &str) -> Result<(), String> {
+    let before = gtk::Window::list_toplevels().len();
+    let handled: bool = label.emit_by_name("activate-link", &[&target]);
+    if !handled {
+        return Err("the link was opened without asking".into());
+    }
+    let mut dialog = None;
+    spin_until("the confirmation", Duration::from_secs(5), || {
+        dialog = gtk::Window::list_toplevels()
+            .into_iter()
+            .find_map(|w| w.downcast::<adw::MessageDialog>().ok());
+        dialog.is_some()
+    })?;
+    let dialog = dialog.ok_or("no confirmation")?;
+    let body = dialog.body().to_string();
+    if !body.contains(target) || !body.contains("https://github.com") {
+        return Err(format!("the confirmation does not show both addresses: {body:?}"));
+    }
+    save_png(&dialog, "12-confirm-link")?;
+    let cancel = buttons(dialog.upcast_ref())
+        .into_iter()
+        .find(|b| b.label().is_some_and(|l| l.replace('_', "") == "Cancel"))
+        .ok_or("no Cancel button")?;
+    cancel.emit_clicked();
+    spin_until("the confirmation to close", Duration::from_secs(5), || {
+        gtk::Window::list_toplevels().len() <= before
+    })?;
+    Ok(())
+}
+
+/// A link whose text is a URL other than its target: the real target is
+/// the link's tooltip, and following it asks first, showing where it leads.
+fn a_misleading_link_shows_its_real_target(app: &adw::Application) -> Result<(), String> {
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    answer_fixture(&f, "link")?;
+    let target = "https://evil.example/login";
+    let view = f.win.imp().messages_view.get();
+    let mut found = None;
+    let mut stack = vec![view.clone().upcast::<gtk::Widget>()];
+    while let Some(w) = stack.pop() {
+        if let Some(l) = w.downcast_ref::<gtk::Label>() {
+            if l.text().contains("Sign in at") {
+                found = Some(l.clone());
+            }
+        }
+        let mut child = w.first_child();
+        while let Some(c) = child {
+            stack.push(c.clone());
+            child = c.next_sibling();
+        }
+    }
+    let label =
+        found.ok_or_else(|| format!("the link's paragraph is not shown: {:?}", conversation_texts(&f)))?;
+    // GtkLabel shows a link's title as its tooltip (and sets has-tooltip
+    // only when one of its links has a title).
+    let markup = label.label().to_string();
+    if !markup.contains(&format!("title=\"{target}\"")) || !label.has_tooltip() {
+        return Err(format!("the link's tooltip is not its target: {markup:?}"));
+    }
+    save_png(&f.win, "11-misleading-link")?;
+    confirm_and_cancel(&label, target)?;
+    close(f);
+    Ok(())
+}
+
 fn settings_editor_shows_problems(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     WidgetExt::activate_action(&f.win, "win.edit-config", None).map_err(|e| e.to_string())?;
@@ -613,6 +861,18 @@ fn main() {
         (
             "ui::a_long_stream_is_followed_to_its_end",
             a_long_stream_is_followed_to_its_end,
+        ),
+        (
+            "ui::code_blocks_of_a_whole_message_show_their_code",
+            code_blocks_of_a_whole_message_show_their_code,
+        ),
+        (
+            "ui::control_and_bidi_characters_are_shown_visibly",
+            control_and_bidi_characters_are_shown_visibly,
+        ),
+        (
+            "ui::a_misleading_link_shows_its_real_target",
+            a_misleading_link_shows_its_real_target,
         ),
         (
             "ui::settings_editor_underlines_an_error",

@@ -233,7 +233,6 @@ async fn a_file_that_is_not_utf8_at_start_or_on_open_loads_as_invalid() {
 /// such a file as unreadable (exit 2). The fix is in src/bin/parley-cli.rs,
 /// outside this change: read bytes and call `validate::validate_bytes`.
 #[test]
-#[ignore = "needs parley-cli validate to read bytes (src/bin/parley-cli.rs)"]
 fn cli_validate_reports_a_file_that_is_not_utf8_and_exits_1() {
     let dir = tempfile::tempdir().expect("tempdir");
     let file = dir.path().join("latin1.json");

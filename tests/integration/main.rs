@@ -9,6 +9,7 @@ mod common;
 mod config;
 mod config_hardening;
 mod flatpak;
+mod fs_boundary;
 mod launch;
 mod processes;
 mod supervisor;
