@@ -28,7 +28,7 @@
 //!   frame into [`ui::models`]; [`ui::window`] and [`ui::widgets`].
 //! - [`i18n`] (gettext) and [`logging`] (tracing) serve both.
 //!
-//! # Where the code refines `shared/DESIGN.md`
+//! # Where the code refines the design (`docs/architecture.md`)
 //!
 //! - **No orphans, even on SIGKILL**: `PR_SET_PDEATHSIG` reaches only the
 //!   agent, not what it started. Each agent also has a *guardian* (a tiny

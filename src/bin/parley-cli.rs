@@ -1,5 +1,5 @@
 //! `parley-cli`: the headless front end over the same services as the
-//! window. Its contract is `spec/parley-cli.md`.
+//! window. Its contract is `docs/parley-cli.md`.
 
 use std::io::Write;
 use std::path::PathBuf;
