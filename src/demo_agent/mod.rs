@@ -40,6 +40,7 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   child-ignores-term   start a child process that ignores SIGTERM
   auth-required        answer session/new with an authentication error
   early-updates        send a session update before answering session/new
+  close-stdout         close stdout after answering initialize, keep running
 
 Prompt keywords (the prompt's first word):
   flood N M            N text chunks of M bytes, as fast as possible
@@ -315,6 +316,16 @@ async fn initialize(agent: &Agent, id: &Value, params: Value) {
             "agentInfo": {"name": "parley-demo-agent", "title": "Demo Agent", "version": env!("CARGO_PKG_VERSION")}
         }),
     );
+    if agent.mode("close-stdout").is_some() {
+        // Hostile: the connection ends, the process does not.
+        let _out = agent.out.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: closing our own stdout; nothing writes to it after this
+        // while the lock is held, and later writes fail harmlessly.
+        unsafe {
+            libc::close(1);
+        }
+        eprintln!("demo: closed stdout, still running (close-stdout)");
+    }
 }
 
 async fn new_session(agent: &Agent, id: &Value, params: Value) {

@@ -232,3 +232,18 @@ fn through_host_spawn_the_stop_sequence_holds_and_nothing_is_orphaned() {
     let left = rt.block_on(wait_no_processes(&plain, Duration::from_secs(5)));
     assert!(left.is_empty(), "left on the host after SIGKILL: {left:?}");
 }
+
+/// An agent that closes its stdout but keeps running has lost its
+/// connection: it goes to `error` with that reason, and the stop sequence
+/// ends its process (before, it stayed `ready` for good).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_closes_stdout_but_keeps_running_is_an_error_and_is_stopped() {
+    let marker = unique("closes-stdout");
+    let agents = [marked("a", "close-stdout", &marker)];
+    let mut h = Harness::with(&config_text(&agents, 4, "0"), fast(), false);
+    h.core.supervisor.start("a").await.expect("start");
+    let error = h.wait_state("a", Error).await.expect("error text");
+    assert!(error.contains("closed its output but kept running"), "{error}");
+    let left = wait_no_processes(&marker, Duration::from_secs(10)).await;
+    assert!(left.is_empty(), "still running: {left:?}");
+}

@@ -1052,9 +1052,25 @@ impl Handler for AgentHandler {
     }
 
     fn closed(&self, reason: Option<String>) {
-        if let (Some(reason), Some(s)) = (reason, self.supervisor()) {
-            s.push_log(&self.agent, &self.logs, format!("parley: {reason}"));
-            s.on_connection_lost(&self.agent, self.generation, reason);
+        let Some(s) = self.supervisor() else { return };
+        match reason {
+            Some(reason) => {
+                s.push_log(&self.agent, &self.logs, format!("parley: {reason}"));
+                s.on_connection_lost(&self.agent, self.generation, reason);
+            }
+            // A clean end of output is usually the process exiting, which
+            // `on_exit` reports with its status and last words. One that is
+            // still running a moment later has dropped the connection: that
+            // is lost too, and its group is stopped (on_connection_lost
+            // ignores an agent that exited or is being stopped by then).
+            None => {
+                let (agent, generation) = (self.agent.clone(), self.generation);
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    let reason = crate::i18n::gettext("the agent closed its output but kept running");
+                    s.on_connection_lost(&agent, generation, reason);
+                });
+            }
         }
     }
 }
