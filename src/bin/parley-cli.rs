@@ -267,13 +267,32 @@ fn serve(args: &[String]) -> ExitCode {
                 print_event(&events_out, &e, events_rx.is_empty());
             }
         });
-        let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+        let mut input = tokio::io::BufReader::new(tokio::io::stdin());
         let mut calls = tokio::task::JoinSet::new();
-        while let Ok(Some(line)) = lines.next_line().await {
+        let mut raw = Vec::new();
+        loop {
+            raw.clear();
+            // Bytes, not `lines()`: a line that is not UTF-8 is answered
+            // with an error, and does not end the input.
+            match input.read_until(b'\n', &mut raw).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let line = match std::str::from_utf8(&raw) {
+                Ok(l) => l,
+                Err(e) => {
+                    let msg = gettext_f(
+                        "parse error: the line is not UTF-8 text at byte {offset}",
+                        &[("offset", &e.valid_up_to().to_string())],
+                    );
+                    out.line(&json!({"id": null, "error": msg}).to_string(), true);
+                    continue;
+                }
+            };
             if line.trim().is_empty() {
                 continue;
             }
-            let call: Value = match serde_json::from_str(&line) {
+            let call: Value = match serde_json::from_str(line) {
                 Ok(v @ Value::Object(_)) => v,
                 _ => {
                     out.line(

@@ -282,3 +282,35 @@ fn recent_keeps_the_8_newest_first() {
         vec!["c9.json", "c7.json", "c6.json", "c4.json", "c3.json", "c2.json", "c1.json"]
     );
 }
+
+/// A line that is not UTF-8 gets an error answer, and the calls after it
+/// are still served (before, it ended the input silently).
+#[test]
+fn serve_answers_a_line_that_is_not_utf8_and_goes_on() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config_with(dir.path(), &[agent("demo", "")]);
+    let mut child = Command::new(cli())
+        .args(["serve", "--config", &config])
+        .env("XDG_STATE_HOME", dir.path())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(b"{\"id\": 1, \"method\": \"AgentService.List\xff\xfe\"}\n{\"id\": 2, \"method\": \"AgentService.List\"}\n")
+        .expect("write");
+    drop(stdin);
+    let stdout = child.stdout.take().expect("stdout");
+    let lines: Vec<Value> = std::io::BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|l| serde_json::from_str(&l).ok())
+        .collect();
+    assert!(child.wait().expect("wait").success());
+    let error = answer(&lines, Value::Null);
+    let text = error["error"].as_str().expect("an error");
+    assert!(text.contains("not UTF-8") && text.contains("byte 38"), "{text}");
+    assert!(answer(&lines, json!(2))["result"].is_array(), "{lines:?}");
+}
