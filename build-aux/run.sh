@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 build-aux/install-deps.sh
 if [ -d "$HOME/.cargo/bin" ]; then export PATH="$HOME/.cargo/bin:$PATH"; fi
 cargo build --release --bins
-parley=$PWD/target/release/parley
+parley=${CARGO_TARGET_DIR:-$PWD/target}/release/parley
 
 if [ "${1:-}" != --smoke ]; then
   exec "$parley" "$@"
