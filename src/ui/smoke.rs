@@ -4,7 +4,7 @@
 //! the composer, as a newcomer's first try would. It prints what happened
 //! and quits; the exit status says whether it worked.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
@@ -58,7 +58,7 @@ pub fn start(app: &adw::Application, win: &ParleyWindow) {
     }
     println!("smoke: the window created {}", current.path);
     let started = Instant::now();
-    let sent = Rc::new(Cell::new(false));
+    let progress = Rc::new(Progress::default());
     let app = app.clone();
     let win = win.downgrade();
     glib::timeout_add_local(Duration::from_millis(100), move || {
@@ -66,7 +66,7 @@ pub fn start(app: &adw::Application, win: &ParleyWindow) {
             finish(&app, false, "the window went away");
             return glib::ControlFlow::Break;
         };
-        match step(&win, &sent) {
+        match step(&win, &progress) {
             Ok(None) if started.elapsed() < LIMIT => glib::ControlFlow::Continue,
             Ok(None) => {
                 let agents: Vec<String> = win
@@ -104,9 +104,19 @@ pub fn start(app: &adw::Application, win: &ParleyWindow) {
     });
 }
 
+/// What the check has done so far.
+#[derive(Default)]
+struct Progress {
+    sent: Cell<bool>,
+    /// The permission request answered last: it stays listed until the
+    /// agent's next event, and is answered only once.
+    answered: RefCell<Option<String>>,
+}
+
 /// One look at the window: selects the first agent and sends a message once
 /// it is listed, then waits for the agent's finished answer.
-fn step(win: &ParleyWindow, sent: &Cell<bool>) -> Result<Option<String>, String> {
+fn step(win: &ParleyWindow, progress: &Progress) -> Result<Option<String>, String> {
+    let sent = &progress.sent;
     let Some(agent) = win.core().supervisor.list().into_iter().next() else {
         return Ok(None);
     };
@@ -131,7 +141,8 @@ fn step(win: &ParleyWindow, sent: &Cell<bool>) -> Result<Option<String>, String>
         .borrow()
         .get(&agent.name)
         .and_then(|p| p.first().cloned());
-    if let Some(request) = pending {
+    if let Some(request) = pending.filter(|r| progress.answered.borrow().as_ref() != Some(&r.id)) {
+        progress.answered.replace(Some(request.id.clone()));
         if let Some(allow) = request.options.iter().find(|o| o.kind.starts_with("allow")) {
             println!("smoke: allowed {:?}", request.tool_call.title);
             win.answer_permission(&request.id, &allow.option_id);
