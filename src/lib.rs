@@ -30,10 +30,11 @@
 //!
 //! # Where the code refines the design (`docs/architecture.md`)
 //!
-//! - **No orphans, even on SIGKILL**: `PR_SET_PDEATHSIG` reaches only the
-//!   agent, not what it started. Each agent also has a *guardian* (a tiny
-//!   `sh` in its own group, holding a pipe only Parley writes to) that kills
-//!   the agent's whole group when that pipe closes, however Parley ends.
+//! - **No orphans, even on SIGKILL or `setsid`**: each agent runs beneath a
+//!   *guardian*, a forked child subreaper that inherits every descendant
+//!   which leaves the agent's group, ends them all once the agent has
+//!   exited, and kills them when a pipe only Parley holds closes, however
+//!   Parley ends (`core::supervisor::guardian`).
 //! - **Streaming without copies**: the connection decodes a `session/update`
 //!   line in one pass into the protocol's own type; other messages keep
 //!   `params` as borrowed `RawValue` until someone who knows the type reads

@@ -38,6 +38,10 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   ignore-eof           keep running after stdin ends
   ignore-term          ignore SIGTERM
   child-ignores-term   start a child process that ignores SIGTERM
+  setsid-child         start a child in a session of its own (setsid) that
+                       ignores SIGTERM
+  double-fork          start a daemon by a double fork: a setsid child whose
+                       parent exits at once
   auth-required        answer session/new with an authentication error
   early-updates        send a session update before answering session/new
   close-stdout         close stdout after answering initialize, keep running
@@ -221,6 +225,7 @@ async fn run(args: Vec<String>) {
             Err(e) => eprintln!("demo: could not start a child: {e}"),
         }
     }
+    escape_the_group(&agent);
     eprintln!("demo: ready for ACP on stdin");
 
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
@@ -237,6 +242,37 @@ async fn run(args: Vec<String>) {
         eprintln!("demo: ignoring end of input (ignore-eof)");
         loop {
             tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    }
+}
+
+/// The escapes from the process group that Parley's guardian must still end:
+/// a child in a new session, and a daemon whose parent is gone.
+fn escape_the_group(agent: &Agent) {
+    let quiet = || {
+        let mut c = std::process::Command::new("setsid");
+        c.stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    };
+    if agent.mode("setsid-child").is_some() {
+        let spawned = quiet()
+            .args(["/bin/sh", "-c", "trap '' TERM; exec sleep 1000000"])
+            .spawn();
+        match spawned {
+            Ok(c) => eprintln!("demo: started child {} in a session of its own", c.id()),
+            Err(e) => eprintln!("demo: could not start a child: {e}"),
+        }
+    }
+    if agent.mode("double-fork").is_some() {
+        // setsid forks (its caller leads a group), and the first child exits.
+        let status = quiet()
+            .args(["/bin/sh", "-c", "setsid sleep 1000000 & exit 0"])
+            .status();
+        match status {
+            Ok(_) => eprintln!("demo: started a daemon by a double fork"),
+            Err(e) => eprintln!("demo: could not start a daemon: {e}"),
         }
     }
 }

@@ -118,7 +118,14 @@ async fn no_orphan_after_parley_is_killed() {
     let mode = "ignore-eof,ignore-term,child-ignores-term";
     std::fs::write(
         &config,
-        config_text(&[marked("a", mode, &marker), marked("b", "", &marker)], 4, "0"),
+        config_text(
+            &[
+                marked("a", mode, &marker),
+                marked("b", "setsid-child,double-fork", &marker),
+            ],
+            4,
+            "0",
+        ),
     )
     .expect("write");
     let mut serve = std::process::Command::new(cli())
@@ -152,11 +159,57 @@ async fn no_orphan_after_parley_is_killed() {
             }
         }
     }
-    assert_eq!(processes_with(&marker).len(), 3, "two agents and a child");
+    assert_eq!(
+        processes_with(&marker).len(),
+        5,
+        "two agents, a child in the group and two that left it"
+    );
     serve.kill().expect("SIGKILL");
     let _ = serve.wait();
     let left = wait_no_processes(&marker, Duration::from_secs(3)).await;
     assert!(left.is_empty(), "orphans left: {left:?}");
+}
+
+/// Children that leave the agent's process group (a `setsid` child that
+/// ignores SIGTERM, a daemon made by a double fork) are ended with the agent:
+/// on Stop, and when the agent exits on its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn children_that_left_the_group_are_ended_on_stop_and_on_exit() {
+    let marker = unique("escape");
+    let agents = [
+        marked("a", "setsid-child,double-fork", &marker),
+        marked("b", "setsid-child,double-fork", &marker),
+    ];
+    let mut h = Harness::with(&config_text(&agents, 4, "0"), fast(), false);
+    h.core.supervisor.start("a").await.expect("start a");
+    let pgid = h.core.supervisor.process_group("a").expect("pgid");
+    let escaped: Vec<i32> = processes_with(&marker)
+        .into_iter()
+        .filter(|&pid| {
+            parley::core::supervisor::process::stat_state_and_group(pid)
+                .is_some_and(|(_, group)| group != pgid)
+        })
+        .collect();
+    assert_eq!(escaped.len(), 2, "two children outside the agent's group");
+    let began = Instant::now();
+    h.core.supervisor.stop("a").await.expect("stop");
+    // The agent exits at end of input; the one that ignores SIGTERM gets
+    // SIGKILL after the grace (600 ms here).
+    assert!(began.elapsed() < Duration::from_secs(4), "{:?}", began.elapsed());
+    assert!(processes_with(&marker).is_empty(), "left after Stop");
+    h.wait_state("a", Stopped).await;
+
+    h.core.supervisor.start("b").await.expect("start b");
+    assert_eq!(processes_with(&marker).len(), 3);
+    let agent = h.core.supervisor.process_group("b").expect("pgid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(agent),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the agent");
+    h.wait_state("b", Error).await;
+    let left = wait_no_processes(&marker, Duration::from_secs(3)).await;
+    assert!(left.is_empty(), "left after the agent died: {left:?}");
 }
 
 /// Inside Flatpak agents run on the host through `flatpak-spawn --host`; with

@@ -6,6 +6,7 @@
 //! await; long work (spawning, the handshake, the stop sequence) runs outside
 //! it and re-checks the table by generation when it is done.
 
+mod guardian;
 pub mod launch;
 pub mod lifecycle;
 pub mod process;
@@ -101,11 +102,15 @@ pub struct AgentInfo {
     pub outdated: bool,
 }
 
+/// Beyond its grace period, how long the guardian gets to finish ending what
+/// an agent left before Parley closes its lifeline.
+const GUARDIAN_SLACK: Duration = Duration::from_secs(2);
+
 struct Running {
     conn: Connection,
     pgid: i32,
     exit: watch::Receiver<Option<ExitStatus>>,
-    guardian: Option<(tokio::process::Child, tokio::process::ChildStdin)>,
+    guardian: process::Guardian,
 }
 
 struct Entry {
@@ -449,7 +454,10 @@ impl Supervisor {
                     tokio::spawn(async move {
                         running.conn.close_output();
                         process::stop_group(running.pgid, running.exit, timings).await;
-                        drop(running.guardian);
+                        running
+                            .guardian
+                            .release(timings.term_grace + GUARDIAN_SLACK)
+                            .await;
                     });
                 }
             }
@@ -546,6 +554,7 @@ impl Supervisor {
             env: &def.env,
             cwd: &cwd,
             prefix,
+            grace: self.shared.timings.stop.term_grace,
         })
         .map_err(|e| {
             (
@@ -559,7 +568,8 @@ impl Supervisor {
         let process::Spawned {
             mut child,
             pgid,
-            guardian,
+            lifeline,
+            status,
         } = spawned;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
@@ -574,11 +584,28 @@ impl Supervisor {
             logs.clone(),
             self.shared.events.clone(),
         ));
+        // The guardian exits after the agent, once it has ended what the
+        // agent left behind; the agent's own status comes through its pipe.
+        let (gone_tx, gone_rx) = watch::channel(None);
+        tokio::spawn(async move {
+            let status = child.wait().await.ok();
+            gone_tx.send_replace(Some(status));
+        });
+        let mut guardian_gone = gone_rx.clone();
+        let guardian = process::Guardian::new(lifeline, gone_rx);
         let (exit_tx, exit_rx) = watch::channel(None);
         let this = self.clone();
         let watch_name = name.clone();
         tokio::spawn(async move {
-            let status = child.wait().await.ok();
+            let status = match process::agent_exit(status).await {
+                Some(status) => Some(status),
+                // The guardian ended without a word: its own status.
+                None => guardian_gone
+                    .wait_for(Option::is_some)
+                    .await
+                    .ok()
+                    .and_then(|s| s.flatten()),
+            };
             // Let stderr drain so the error carries the agent's last words.
             let _ = tokio::time::timeout(Duration::from_millis(500), stderr_task).await;
             if let Some(status) = status {
@@ -638,15 +665,18 @@ impl Supervisor {
             let running = e.running.take();
             self.emit_state(e);
             match running {
-                Some(r) => (r.pgid, r.guardian),
+                Some(r) => (r.pgid, Some(r.guardian)),
                 None => (0, None),
             }
         };
         if let Some(client) = self.client() {
             client.disconnected(name, "the agent exited");
         }
-        process::reap_leftovers(pgid, self.shared.timings.stop.term_grace).await;
-        drop(guardian);
+        let grace = self.shared.timings.stop.term_grace;
+        process::reap_leftovers(pgid, grace).await;
+        if let Some(guardian) = guardian {
+            guardian.release(grace + GUARDIAN_SLACK).await;
+        }
     }
 
     /// The connection broke while the process lives on (a line over the
@@ -676,8 +706,12 @@ impl Supervisor {
             let name = name.to_owned();
             tokio::spawn(async move {
                 running.conn.close_output();
-                process::stop_group(running.pgid, running.exit, this.shared.timings.stop).await;
-                drop(running.guardian);
+                let timings = this.shared.timings.stop;
+                process::stop_group(running.pgid, running.exit, timings).await;
+                running
+                    .guardian
+                    .release(timings.term_grace + GUARDIAN_SLACK)
+                    .await;
                 let mut t = lock(&this.shared.table);
                 if let Some(e) = t.find_gen(&name, generation) {
                     e.stopping = false;
@@ -749,8 +783,12 @@ impl Supervisor {
 
     async fn finish_stop(&self, name: &str, generation: u64, running: Running, trigger: Trigger) {
         running.conn.close_output();
-        process::stop_group(running.pgid, running.exit, self.shared.timings.stop).await;
-        drop(running.guardian);
+        let timings = self.shared.timings.stop;
+        process::stop_group(running.pgid, running.exit, timings).await;
+        running
+            .guardian
+            .release(timings.term_grace + GUARDIAN_SLACK)
+            .await;
         if let Some(client) = self.client() {
             client.disconnected(name, "stopped");
         }

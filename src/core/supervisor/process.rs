@@ -1,15 +1,18 @@
-//! Agent processes: spawning in a new process group, the guardian that kills
-//! the group if Parley dies, the stop sequence, and reading the group from
-//! /proc.
+//! Agent processes: spawning beneath a guardian (see `guardian`) in a new
+//! process group, the stop sequence, and reading the group from /proc.
 
 use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, Command};
+
+use super::guardian;
 use tokio::sync::watch;
 
 /// What is needed to start one agent process.
@@ -21,6 +24,9 @@ pub struct SpawnSpec<'a> {
     /// Inside Flatpak: the host-spawn command (`flatpak-spawn --host
     /// --watch-bus`); empty outside, where agents are started directly.
     pub prefix: &'a [String],
+    /// How long the agent's leftovers get between SIGTERM and SIGKILL from
+    /// the guardian once the agent has exited.
+    pub grace: Duration,
 }
 
 /// Runs on the host, under `flatpak-spawn --host`. What flatpak-spawn
@@ -49,11 +55,17 @@ kill -s KILL -- -"$agent" 2>/dev/null
 exit ${status:-0}"#;
 
 pub struct Spawned {
+    /// The guardian (see `guardian`); its stdin, stdout and stderr are the
+    /// agent's.
     pub child: Child,
+    /// The agent's pid, which is also its process group.
     pub pgid: i32,
-    /// The guardian's stdin: while it is open the guardian waits; when Parley
-    /// dies the kernel closes it and the guardian kills the agent's group.
-    pub guardian: Option<(Child, ChildStdin)>,
+    /// Parley's end of the lifeline: while it is open the guardian waits;
+    /// when it closes (Parley gone, or released) the guardian kills
+    /// whatever is left beneath it.
+    pub lifeline: OwnedFd,
+    /// Where the agent's wait status arrives when it exits.
+    pub status: std::io::PipeReader,
 }
 
 pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
@@ -76,53 +88,75 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
             c
         }
     };
+    // Both pipes are close-on-exec: the agent never holds them, and the
+    // guardian, which never execs, keeps exactly these two.
+    let (lifeline_r, lifeline_w) = std::io::pipe()?;
+    let (mut status_r, status_w) = std::io::pipe()?;
+    let plan = guardian::Plan {
+        lifeline: lifeline_r.as_raw_fd(),
+        status: status_w.as_raw_fd(),
+        grace_ms: u64::try_from(spec.grace.as_millis()).unwrap_or(u64::MAX),
+    };
+    // The guardian gets a group of its own (so no signal for the agent's
+    // group or Parley's reaches it); the agent makes its own in `split`.
     cmd.current_dir(spec.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(false);
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    // SAFETY: `split` keeps to async-signal-safe calls (see `guardian`).
     unsafe {
-        cmd.pre_exec(|| {
-            // Dies with the thread that spawned it: the supervisor spawns
-            // from the runtime's worker threads, which live as long as Parley.
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+        cmd.pre_exec(move || guardian::split(plan));
     }
     let child = cmd.spawn()?;
-    let pid = child.id().and_then(|p| i32::try_from(p).ok()).unwrap_or(0);
-    let guardian = spawn_guardian(pid).ok();
+    drop(lifeline_r);
+    drop(status_w);
+    let mut pid = [0u8; 4];
+    status_r
+        .read_exact(&mut pid)
+        .map_err(|_| std::io::Error::other("the agent's guardian ended before it started"))?;
     Ok(Spawned {
         child,
-        pgid: pid,
-        guardian,
+        pgid: i32::from_ne_bytes(pid),
+        lifeline: OwnedFd::from(lifeline_w),
+        status: status_r,
     })
 }
 
-/// PR_SET_PDEATHSIG reaches only the agent itself, not what it started. The
-/// guardian, a shell in its own group, waits for end of input on a pipe only
-/// Parley holds; whatever way Parley ends, it then kills the agent's group.
-fn spawn_guardian(pgid: i32) -> std::io::Result<(Child, ChildStdin)> {
-    let mut child = Command::new("/bin/sh")
-        .arg("-c")
-        .arg(r#"while read -r _; do :; done; kill -9 -"$1" 2>/dev/null"#)
-        .arg("parley-guardian")
-        .arg(pgid.to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
-    let stdin = child
-        .stdin
-        .take()
-        .ok_or_else(|| std::io::Error::other("no guardian stdin"))?;
-    Ok((child, stdin))
+/// The agent's exit status, as the guardian reports it; `None` when the
+/// guardian ended without saying (it was killed).
+pub async fn agent_exit(status: std::io::PipeReader) -> Option<ExitStatus> {
+    use std::os::unix::process::ExitStatusExt;
+    let pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(status)).ok()?;
+    let mut raw = [0u8; 4];
+    let mut pipe = pipe;
+    tokio::io::AsyncReadExt::read_exact(&mut pipe, &mut raw)
+        .await
+        .ok()?;
+    Some(ExitStatus::from_raw(i32::from_ne_bytes(raw)))
+}
+
+/// Parley's hold on a guardian, kept while the agent runs.
+pub struct Guardian {
+    lifeline: OwnedFd,
+    gone: watch::Receiver<Option<Option<ExitStatus>>>,
+}
+
+impl Guardian {
+    /// `gone` is set when the guardian process has exited (with its status
+    /// if it could be read).
+    pub fn new(lifeline: OwnedFd, gone: watch::Receiver<Option<Option<ExitStatus>>>) -> Self {
+        Self { lifeline, gone }
+    }
+
+    /// Gives the guardian up to `limit` to end what the agent left (it
+    /// does, after its grace period), then closes the lifeline, which kills
+    /// whatever is still there.
+    pub async fn release(mut self, limit: Duration) {
+        let _ = tokio::time::timeout(limit, self.gone.wait_for(Option::is_some)).await;
+        drop(self.lifeline);
+    }
 }
 
 /// Sends a signal to a whole process group; a group already gone is fine.
