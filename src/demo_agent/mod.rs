@@ -35,6 +35,7 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   garbage              print non-JSON lines on stdout before every message
   huge-line:N          answer initialize after a line of N MiB
   stderr:K             write K lines on stderr at start
+  stderr-line:N        write one stderr line of N MiB at start
   ignore-eof           keep running after stdin ends
   ignore-term          ignore SIGTERM
   child-ignores-term   start a child process that ignores SIGTERM
@@ -61,6 +62,8 @@ Prompt keywords (the prompt's first word):
                        (renameat2 RENAME_EXCHANGE) while reading and writing
                        through it N times; report what came from outside
   fs-fifo PATH         make a FIFO at PATH and ask Parley to read it
+  fs-no-read N PATH    ask Parley to read PATH N times, then stop reading
+                       stdin for good (the answers pile up)
   fs-read-len PATH [LINE [LIMIT]]
                        ask Parley to read PATH; show only the answer's size
   usage USED SIZE      report context usage
@@ -88,6 +91,8 @@ struct Agent {
     sessions: AtomicU64,
     used: AtomicU64,
     cwd: Mutex<String>,
+    /// Set by `fs-no-read`: stdin is no longer read.
+    deaf: AtomicBool,
 }
 
 impl Agent {
@@ -197,11 +202,23 @@ async fn run(args: Vec<String>) {
         sessions: AtomicU64::new(0),
         used: AtomicU64::new(1200),
         cwd: Mutex::new(String::new()),
+        deaf: AtomicBool::new(false),
     });
     if let Some(k) = agent.mode("stderr").and_then(|k| k.parse::<usize>().ok()) {
         for i in 1..=k {
             eprintln!("demo: stderr line {i}");
         }
+    }
+    if let Some(mib) = agent.mode("stderr-line").and_then(|k| k.parse::<usize>().ok()) {
+        // One line of `mib` MiB, written in pieces, with no newline until
+        // the end.
+        let piece = vec![b'x'; 1 << 20];
+        let mut err = std::io::stderr().lock();
+        for _ in 0..mib {
+            let _ = err.write_all(&piece);
+        }
+        let _ = writeln!(err);
+        let _ = writeln!(err, "demo: after the long line");
     }
     if agent.mode("exit-at-start").is_some() {
         eprintln!("demo: exiting at start, as asked (exit-at-start)");
@@ -235,7 +252,11 @@ async fn run(args: Vec<String>) {
             continue;
         };
         let agent = agent.clone();
-        handle(agent, msg).await;
+        handle(agent.clone(), msg).await;
+        if agent.deaf.load(Ordering::Relaxed) {
+            eprintln!("demo: no longer reading stdin (fs-no-read)");
+            std::future::pending::<()>().await;
+        }
     }
     eprintln!("demo: end of input");
     if agent.mode("ignore-eof").is_some() {
@@ -515,6 +536,17 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
                 &format!("unknown-request result: {answer}"),
             );
             "end_turn".to_string()
+        }
+        "fs-no-read" => {
+            let times = w.get(1).and_then(|n| n.parse::<u64>().ok()).unwrap_or(40);
+            let path = w.get(2).copied().unwrap_or("");
+            for _ in 0..times {
+                let id = agent.next_id.fetch_add(1, Ordering::Relaxed);
+                agent.send(&json!({"jsonrpc": "2.0", "id": id, "method": "fs/read_text_file",
+                    "params": {"sessionId": sid, "path": path}}));
+            }
+            agent.deaf.store(true, Ordering::Relaxed);
+            std::future::pending::<String>().await
         }
         "fs-race" | "fs-fifo" | "fs-read-len" => {
             let answer = hostile_fs::run(&agent, &sid, first, &w).await;

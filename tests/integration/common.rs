@@ -233,3 +233,51 @@ pub fn unique(prefix: &str) -> String {
 pub fn read(p: &Path) -> String {
     std::fs::read_to_string(p).unwrap_or_default()
 }
+
+/// Runs the test `name` again in a test process of its own and returns true,
+/// unless this already is that process (then false: run the body). For tests
+/// that measure a child's peak memory: a spawned child's `ru_maxrss` starts
+/// from its parent's high-water mark, which in the shared test process
+/// holds whatever the tests running beside it allocated.
+pub fn rerun_alone(name: &str) -> bool {
+    if std::env::var_os("PARLEY_TEST_ALONE").is_some() {
+        return false;
+    }
+    let exe = std::env::current_exe().expect("the test binary");
+    let status = std::process::Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env("PARLEY_TEST_ALONE", "1")
+        .status()
+        .expect("run the test alone");
+    assert!(status.success(), "{name}, run alone, failed");
+    true
+}
+
+/// Runs parley-cli to its end; returns its output, its peak resident memory
+/// (KiB, from wait4's rusage: the VmHWM it ended with) and how long it ran.
+pub fn cli_measured(args: &[&str], dir: &std::path::Path) -> (String, i64, Duration) {
+    let start = Instant::now();
+    // Reaped by wait4 below, not Child::wait: only wait4 gives its rusage.
+    #[allow(clippy::zombie_processes)]
+    let mut child = std::process::Command::new(cli())
+        .args(args)
+        .env("XDG_CONFIG_HOME", dir)
+        .env("XDG_STATE_HOME", dir)
+        .env_remove("PARLEY_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run parley-cli");
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = std::io::Read::read_to_string(&mut stdout, &mut out);
+    }
+    let pid = i32::try_from(child.id()).expect("pid");
+    let mut status = 0;
+    // SAFETY: rusage is plain old data; zero is a valid value for it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our unwaited child; the pointers are valid for the call.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    (out, usage.ru_maxrss, start.elapsed())
+}

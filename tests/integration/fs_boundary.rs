@@ -2,10 +2,9 @@
 //! a symlink swapped in mid-request, a FIFO, files too big to answer with,
 //! read-only files and hard links to other users' files.
 
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -156,37 +155,11 @@ async fn reading_a_fifo_is_refused_and_blocks_nobody() {
     assert!(stop_took < Duration::from_secs(5), "Stop took {stop_took:?}");
 }
 
-/// Runs parley-cli to its end; returns its output, its peak resident memory
-/// (KiB, from wait4's rusage: the VmHWM it ended with) and how long it ran.
-fn cli_measured(args: &[&str], dir: &Path) -> (String, i64, Duration) {
-    let start = Instant::now();
-    // Reaped by wait4 below, not Child::wait: only wait4 gives its rusage.
-    #[allow(clippy::zombie_processes)]
-    let mut child = Command::new(cli())
-        .args(args)
-        .env("XDG_CONFIG_HOME", dir)
-        .env("XDG_STATE_HOME", dir)
-        .env_remove("PARLEY_CONFIG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("run parley-cli");
-    let mut out = String::new();
-    if let Some(mut stdout) = child.stdout.take() {
-        let _ = stdout.read_to_string(&mut out);
-    }
-    let pid = i32::try_from(child.id()).expect("pid");
-    let mut status = 0;
-    // SAFETY: rusage is plain old data; zero is a valid value for it.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: `pid` is our unwaited child; the pointers are valid for the call.
-    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
-    (out, usage.ru_maxrss, start.elapsed())
-}
-
 #[test]
 fn big_reads_are_refused_quickly_and_line_limits_read_only_what_they_return() {
+    if rerun_alone("fs_boundary::big_reads_are_refused_quickly_and_line_limits_read_only_what_they_return") {
+        return;
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let work = dir.path().join("work");
     std::fs::create_dir(&work).expect("mkdir");
@@ -296,4 +269,56 @@ async fn a_hard_link_to_another_users_file_is_refused() {
     assert_eq!(read(&secret), "SECRET");
     let text = ask(&mut h, "a", &format!("fs-read {}", own.display())).await;
     assert!(text.contains("\"mine\""), "{text}");
+}
+
+/// An agent that asks for a big file forty times and then stops reading its
+/// input: the answers waiting for it stay bounded (the rest are refused with
+/// an error), and when they have waited too long the agent is ended as lost.
+/// Before, the answers piled up in Parley's memory without end.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_agent_that_stops_reading_its_answers_is_refused_and_ended() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let big = work.path().join("big.txt");
+    let line = "x".repeat(1023) + "\n";
+    std::fs::write(&big, line.repeat(8 * 1024)).expect("write 8 MiB");
+    let mut h = Harness::new(&[agent_in("a", work.path())]);
+    h.core
+        .chat
+        .send("a", &format!("fs-no-read 40 {}", big.display()))
+        .expect("send");
+    let error = h
+        .wait_state("a", parley::core::supervisor::lifecycle::AgentState::Error)
+        .await;
+    let error = error.expect("an error text");
+    assert!(error.contains("stopped reading its input"), "{error}");
+    let logs = h.core.supervisor.logs("a").expect("logs");
+    assert!(
+        logs.iter()
+            .any(|l| l.contains("was not sent: refused: the agent is not reading its input")),
+        "some reads were refused: {logs:?}"
+    );
+}
+
+/// The same through `parley-cli send`, measured: with a 30 MiB file asked
+/// for forty times and never read, Parley's peak memory stays bounded by
+/// the read budget and the outbound cap (64 MiB each), and the turn ends.
+#[test]
+fn a_stalled_reader_keeps_memory_bounded() {
+    if rerun_alone("fs_boundary::a_stalled_reader_keeps_memory_bounded") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).expect("mkdir");
+    let big = work.join("big.txt");
+    let line = "y".repeat(1023) + "\n";
+    std::fs::write(&big, line.repeat(30 * 1024)).expect("write 30 MiB");
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, config_text(&[agent_in("demo", &work)], 4, "0")).expect("write");
+    let config = config.display().to_string();
+    let ask = format!("fs-no-read 40 {}", big.display());
+    let (out, peak_kib, took) = cli_measured(&["send", "demo", &ask, "--config", &config], dir.path());
+    eprintln!("40 unread reads of 30 MiB: parley-cli peak RSS {peak_kib} KiB, {took:?}");
+    assert!(out.contains("stopped reading its input"), "{out}");
+    assert!(peak_kib < 400 * 1024, "parley-cli peaked at {peak_kib} KiB");
 }

@@ -300,3 +300,27 @@ async fn an_agent_that_closes_stdout_but_keeps_running_is_an_error_and_is_stoppe
     let left = wait_no_processes(&marker, Duration::from_secs(10)).await;
     assert!(left.is_empty(), "still running: {left:?}");
 }
+
+/// A stderr line of 256 MiB with no newline costs Parley no memory: the log
+/// keeps its first 4 KiB (marked as cut) and the lines after it. Before, the
+/// whole line was held.
+#[test]
+fn a_stderr_line_without_end_is_cut_and_costs_no_memory() {
+    if rerun_alone("processes::a_stderr_line_without_end_is_cut_and_costs_no_memory") {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.json");
+    let agent = json!({"name": "a", "command": demo(), "env": {"PARLEY_DEMO_MODE": "stderr-line:256"}});
+    std::fs::write(&config, config_text(&[agent], 4, "0")).expect("write");
+    let config = config.display().to_string();
+    let (out, peak_kib, took) = cli_measured(
+        &["send", "a", "hello", "--permission", "allow", "--config", &config],
+        dir.path(),
+    );
+    eprintln!("a 256 MiB stderr line: parley-cli peak RSS {peak_kib} KiB, {took:?}");
+    let cut = format!("{}…", "x".repeat(4096));
+    assert!(out.contains(&cut), "the cut line is logged");
+    assert!(out.contains("demo: after the long line"), "and the next one");
+    assert!(peak_kib < 100 * 1024, "parley-cli peaked at {peak_kib} KiB");
+}

@@ -7,8 +7,9 @@
 //! before the prompt's caller sees that answer.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use agent_client_protocol_schema::v1::SessionNotification;
 use serde_json::value::RawValue;
@@ -21,6 +22,16 @@ use super::lines::{next_line, LineError};
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
+
+/// How many bytes of lines to the agent may wait unwritten. Past it, the
+/// agent's requests are answered with an error instead of their result: an
+/// agent that stops reading its input must not pile up Parley's memory. Room
+/// for two of the largest file reads (32 MiB each).
+pub const OUTBOUND_CAP: usize = 64 << 20;
+/// How long lines for the agent may stay piled up past half of
+/// [`OUTBOUND_CAP`], with the agent reading nothing, before the connection
+/// is ended as lost.
+pub const OUTBOUND_STALL: Duration = Duration::from_secs(10);
 
 /// An error answer, or the end of the connection.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -84,18 +95,54 @@ enum Outgoing {
 /// internal error, so an agent never waits forever on a forgotten request.
 pub struct Responder {
     id: Value,
-    out: mpsc::UnboundedSender<Outgoing>,
+    inner: Arc<Inner>,
     answered: bool,
 }
 
 impl Responder {
     pub fn respond(mut self, result: Result<Value, RpcError>) {
         self.answered = true;
-        let msg = match result {
-            Ok(v) => json!({"jsonrpc": "2.0", "id": self.id, "result": v}),
-            Err(e) => json!({"jsonrpc": "2.0", "id": self.id, "error": e.to_json()}),
+        let line = match result {
+            Ok(v) => json!({"jsonrpc": "2.0", "id": self.id, "result": v}).to_string(),
+            Err(e) => json!({"jsonrpc": "2.0", "id": self.id, "error": e.to_json()}).to_string(),
         };
-        let _ = self.out.send(Outgoing::Line(msg.to_string()));
+        let waiting = self.backlog();
+        if waiting > 0 && waiting + line.len() > OUTBOUND_CAP {
+            // The result is dropped here, not queued: only a short error
+            // waits for the agent to read.
+            let e = self.refuse_backlogged();
+            self.inner.handler.log(format!(
+                "parley: an answer of {} bytes was not sent: {e}",
+                line.len()
+            ));
+            let msg = json!({"jsonrpc": "2.0", "id": self.id, "error": e.to_json()});
+            self.inner.send(msg.to_string());
+            return;
+        }
+        self.inner.send(line);
+    }
+
+    /// Whether lines for the agent have piled up past half the cap: a
+    /// handler about to do costly work then refuses early, with
+    /// [`Responder::refuse_backlogged`].
+    pub fn backlogged(&self) -> bool {
+        self.backlog() > OUTBOUND_CAP / 2
+    }
+
+    fn backlog(&self) -> usize {
+        self.inner.queued.load(Ordering::Relaxed)
+    }
+
+    /// The error for a request refused because the agent does not read
+    /// what Parley writes.
+    pub fn refuse_backlogged(&self) -> RpcError {
+        RpcError::remote(
+            INTERNAL_ERROR,
+            format!(
+                "refused: the agent is not reading its input ({} MiB of answers are waiting)",
+                self.backlog() >> 20
+            ),
+        )
     }
 }
 
@@ -104,7 +151,7 @@ impl Drop for Responder {
         if !self.answered {
             let msg = json!({"jsonrpc": "2.0", "id": self.id,
                 "error": {"code": INTERNAL_ERROR, "message": "the client dropped this request"}});
-            let _ = self.out.send(Outgoing::Line(msg.to_string()));
+            self.inner.send(msg.to_string());
         }
     }
 }
@@ -115,8 +162,41 @@ struct Inner {
     next_id: AtomicI64,
     pending: Pending,
     out: mpsc::UnboundedSender<Outgoing>,
+    /// Bytes of lines queued and not yet written.
+    queued: AtomicUsize,
+    /// Since when more than half the cap has been waiting; cleared when the
+    /// backlog is under half the cap again.
+    pressure_since: Mutex<Option<Instant>>,
+    /// For the agent's log.
+    handler: Arc<dyn Handler>,
     /// `Some(reason)` once the connection has ended.
     closed: watch::Sender<Option<String>>,
+}
+
+impl Inner {
+    fn send(&self, line: String) -> bool {
+        let len = line.len() + 1;
+        let before = self.queued.fetch_add(len, Ordering::Relaxed);
+        if before + len > OUTBOUND_CAP / 2 {
+            lock(&self.pressure_since).get_or_insert_with(Instant::now);
+        }
+        self.out.send(Outgoing::Line(line)).is_ok()
+    }
+
+    /// Records the end of the connection (the first reason stays) and fails
+    /// every request still waiting for an answer.
+    fn end(&self, text: &str) {
+        self.closed.send_if_modified(|r| {
+            if r.is_some() {
+                return false;
+            }
+            *r = Some(text.to_owned());
+            true
+        });
+        for (_, tx) in lock(&self.pending).drain() {
+            let _ = tx.send(Err(RpcError::Closed(text.to_owned())));
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -137,9 +217,12 @@ impl Connection {
             next_id: AtomicI64::new(0),
             pending: Mutex::new(HashMap::new()),
             out: out_tx,
+            queued: AtomicUsize::new(0),
+            pressure_since: Mutex::new(None),
+            handler: handler.clone(),
             closed,
         });
-        tokio::spawn(write_loop(writer, out_rx));
+        tokio::spawn(write_loop(writer, out_rx, inner.clone(), handler.clone()));
         tokio::spawn(read_loop(reader, inner.clone(), handler, max_line));
         Connection { inner }
     }
@@ -158,7 +241,7 @@ impl Connection {
             id,
         };
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        if self.inner.out.send(Outgoing::Line(msg.to_string())).is_err() {
+        if !self.inner.send(msg.to_string()) {
             return Err(RpcError::Closed("the writer has stopped".into()));
         }
         let result = rx
@@ -170,7 +253,7 @@ impl Connection {
 
     pub fn notify(&self, method: &str, params: Value) {
         let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        let _ = self.inner.out.send(Outgoing::Line(msg.to_string()));
+        self.inner.send(msg.to_string());
     }
 
     /// Closes our side of the stream (the agent's stdin). Outgoing lines
@@ -213,12 +296,48 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    inner: Arc<Inner>,
+    handler: Arc<dyn Handler>,
+) {
     while let Some(msg) = rx.recv().await {
         match msg {
             Outgoing::Line(mut line) => {
                 line.push('\n');
-                if writer.write_all(line.as_bytes()).await.is_err() || writer.flush().await.is_err() {
+                let len = line.len();
+                let write = async {
+                    writer.write_all(line.as_bytes()).await?;
+                    writer.flush().await
+                };
+                tokio::pin!(write);
+                // While the agent does not read, check now and then whether
+                // its backlog has been too large for too long.
+                let written = loop {
+                    match tokio::time::timeout(Duration::from_secs(1), &mut write).await {
+                        Ok(r) => break r.is_ok(),
+                        Err(_) => {
+                            let since = *lock(&inner.pressure_since);
+                            if since.is_some_and(|t| t.elapsed() >= OUTBOUND_STALL) {
+                                let reason = format!(
+                                    "the agent stopped reading its input: {} MiB of Parley's \
+                                     answers waited for over {} s; the connection was closed",
+                                    inner.queued.load(Ordering::Relaxed) >> 20,
+                                    OUTBOUND_STALL.as_secs()
+                                );
+                                inner.end(&reason);
+                                handler.closed(Some(reason));
+                                return;
+                            }
+                        }
+                    }
+                };
+                let left = inner.queued.fetch_sub(len, Ordering::Relaxed).saturating_sub(len);
+                if left <= OUTBOUND_CAP / 2 {
+                    *lock(&inner.pressure_since) = None;
+                }
+                if !written {
                     break;
                 }
             }
@@ -249,10 +368,7 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
     // The handler (the supervisor) hears it first, so whoever sees the
     // connection closed afterwards finds its account already recorded.
     handler.closed(reason);
-    inner.closed.send_replace(Some(text.clone()));
-    for (_, tx) in lock(&inner.pending).drain() {
-        let _ = tx.send(Err(RpcError::Closed(text.clone())));
-    }
+    inner.end(&text);
 }
 
 fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
@@ -292,7 +408,7 @@ fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
         (Some(method), Some(id)) => {
             let responder = Responder {
                 id,
-                out: inner.out.clone(),
+                inner: inner.clone(),
                 answered: false,
             };
             if method.starts_with('_') {

@@ -44,6 +44,11 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// it timed out; this bounds how many threads one agent can strand that way.
 const MAX_IN_FLIGHT: usize = 16;
 
+/// How many bytes one agent's reads under way may hold at once. With 16
+/// requests in flight and 32 MiB each, memory would otherwise reach half a
+/// GiB before a single answer is written.
+const READ_BUDGET: usize = 64 << 20;
+
 /// Symlinks followed while resolving a write's target, as the kernel does
 /// (`MAXSYMLINKS` is 40 on Linux).
 const MAX_LINKS: usize = 40;
@@ -71,6 +76,8 @@ pub enum FsError {
     TimedOut { path: String, seconds: u64 },
     #[error("{0}: too many file requests at once")]
     Busy(String),
+    #[error("{0}: too much is being read at once; ask again when earlier reads are answered")]
+    OverBudget(String),
     #[error("{path}: {message}")]
     Io { path: String, message: String },
 }
@@ -132,6 +139,17 @@ struct Inner {
     /// `None` when the root could not be opened: then nothing is inside.
     dir: Option<OwnedFd>,
     in_flight: AtomicUsize,
+    /// Bytes the reads under way may hold (see [`READ_BUDGET`]).
+    reading: AtomicUsize,
+}
+
+/// Holds a share of the [`READ_BUDGET`] until dropped.
+struct Reserved<'a>(&'a Inner, usize);
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.0.reading.fetch_sub(self.1, Ordering::AcqRel);
+    }
 }
 
 /// Holds one of the [`MAX_IN_FLIGHT`] places until dropped.
@@ -297,6 +315,7 @@ impl FsScope {
                 root: root_path,
                 dir,
                 in_flight: AtomicUsize::new(0),
+                reading: AtomicUsize::new(0),
             }),
         }
     }
@@ -384,6 +403,8 @@ impl FsScope {
         if line.is_none() && limit.is_none() && !fits {
             return Err(too_large());
         }
+        let size = usize::try_from(st.st_size).map_or(MAX_READ_BYTES, |s| s.min(MAX_READ_BYTES));
+        let _reserved = self.reserve(path, size)?;
         let mut reader = BufReader::with_capacity(64 * 1024, File::from(fd));
         let io = |e| Self::io(path, e);
         let mut skip = line.map_or(0, |l| l.saturating_sub(1));
@@ -424,6 +445,16 @@ impl FsScope {
             reader.consume(n);
         }
         String::from_utf8(out).map_err(|_| FsError::NotUtf8(path.display().to_string()))
+    }
+
+    /// Takes `size` bytes of the [`READ_BUDGET`]; one read alone always fits.
+    fn reserve(&self, path: &Path, size: usize) -> Result<Reserved<'_>, FsError> {
+        let taken = self.inner.reading.fetch_add(size, Ordering::AcqRel);
+        let reserved = Reserved(&self.inner, size);
+        if taken > 0 && taken + size > READ_BUDGET {
+            return Err(FsError::OverBudget(path.display().to_string()));
+        }
+        Ok(reserved)
     }
 
     /// Writes a text file atomically (temp file in the same directory, fsync,

@@ -45,6 +45,45 @@ pub async fn next_line<R: AsyncBufRead + Unpin>(
     }
 }
 
+/// Reads the next line (without its `\n` or `\r\n`), keeping its first
+/// `keep` bytes and skipping the rest as it arrives, so that a line without
+/// end (an agent's stderr) never takes more memory than that. `Ok(None)` at
+/// end of input; the flag says the line was cut.
+pub async fn next_line_kept<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    keep: usize,
+) -> Result<Option<(Vec<u8>, bool)>, LineError> {
+    let mut line = Vec::new();
+    let mut cut = false;
+    let mut any = false;
+    loop {
+        let chunk = reader
+            .fill_buf()
+            .await
+            .map_err(|e| LineError::Io(e.to_string()))?;
+        if chunk.is_empty() {
+            return Ok(any.then_some((line, cut)));
+        }
+        any = true;
+        let (take, found) = match memchr(chunk) {
+            Some(pos) => (pos, true),
+            None => (chunk.len(), false),
+        };
+        let room = keep.saturating_sub(line.len());
+        if take > room {
+            cut = true;
+        }
+        line.extend_from_slice(&chunk[..take.min(room)]);
+        reader.consume(if found { take + 1 } else { take });
+        if found {
+            if !cut && line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(Some((line, cut)));
+        }
+    }
+}
+
 fn memchr(bytes: &[u8]) -> Option<usize> {
     bytes.iter().position(|&b| b == b'\n')
 }
@@ -79,6 +118,22 @@ mod tests {
                 Ok(None)
             ]
         );
+    }
+
+    #[tokio::test]
+    async fn a_kept_line_holds_its_first_bytes_and_the_next_line_follows() {
+        // 10 MB without a newline, through a 4-byte buffer would be slow;
+        // a repeating reader of 64 KiB pieces shows the same.
+        let long = vec![b'a'; 10 << 20];
+        let input = [&long[..], b"\nnext\r\nlast"].concat();
+        let mut reader = BufReader::with_capacity(64 * 1024, &input[..]);
+        let first = next_line_kept(&mut reader, 100).await.expect("read");
+        assert_eq!(first, Some((vec![b'a'; 100], true)));
+        let next = next_line_kept(&mut reader, 100).await.expect("read");
+        assert_eq!(next, Some((b"next".to_vec(), false)));
+        let last = next_line_kept(&mut reader, 100).await.expect("read");
+        assert_eq!(last, Some((b"last".to_vec(), false)));
+        assert_eq!(next_line_kept(&mut reader, 100).await, Ok(None));
     }
 
     #[tokio::test]

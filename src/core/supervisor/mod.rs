@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::sync::watch;
 
 use crate::core::acp::{self, calls, fs::FsScope, Connection, Handler, Responder, RpcError};
@@ -935,24 +935,27 @@ async fn read_stderr(
     logs: Arc<Mutex<VecDeque<String>>>,
     events_tx: EventSender,
 ) {
+    // A log line keeps its first 4 KiB; the rest is skipped as it arrives,
+    // so a stderr line without end (1 GB, say) costs no memory.
     const MAX_SHOWN: usize = 4096;
     let mut reader = BufReader::new(stderr);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf).await {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                while matches!(buf.last(), Some(b'\n' | b'\r')) {
-                    buf.pop();
+    while let Ok(Some((mut buf, cut))) = acp::lines::next_line_kept(&mut reader, MAX_SHOWN).await {
+        while matches!(buf.last(), Some(b'\n' | b'\r')) {
+            buf.pop();
+        }
+        if cut {
+            // Not a character cut in half: drop an incomplete last one.
+            if let Err(e) = std::str::from_utf8(&buf) {
+                if e.error_len().is_none() {
+                    buf.truncate(e.valid_up_to());
                 }
-                let mut line = String::from_utf8_lossy(&buf[..buf.len().min(MAX_SHOWN)]).into_owned();
-                if buf.len() > MAX_SHOWN {
-                    line.push('…');
-                }
-                push_log(&name, &logs, &events_tx, line);
             }
         }
+        let mut line = String::from_utf8_lossy(&buf).into_owned();
+        if cut {
+            line.push('…');
+        }
+        push_log(&name, &logs, &events_tx, line);
     }
 }
 
@@ -1020,6 +1023,12 @@ impl AgentHandler {
                 )));
             }
         };
+        // An agent that does not read its answers gets no more file work.
+        if responder.backlogged() {
+            let e = responder.refuse_backlogged();
+            self.log(format!("parley: {method}: {e}"));
+            return responder.respond(Err(e));
+        }
         // The reader task runs on the supervisor's runtime, so there is one.
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             self.log(format!("parley: refused {method}: no runtime to read files on"));
