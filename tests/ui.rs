@@ -227,6 +227,33 @@ fn demo_turn_with_permission(app: &adw::Application) -> Result<(), String> {
     Ok(())
 }
 
+/// A tool title with a NUL and a right-to-left override: the banner shows
+/// both as visible marks (before, the NUL panicked on its way into GTK and
+/// the override reversed the file name), and the turn goes on.
+fn hostile_permission_title(app: &adw::Application) -> Result<(), String> {
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    let imp = f.win.imp();
+    type_and_send(&f, "permission-hostile");
+    spin_until("the permission banner", Duration::from_secs(15), || {
+        imp.permission_revealer.is_child_revealed()
+    })?;
+    let shown = imp.permission_label.text().to_string();
+    if !shown.contains("file\u{2400}name") || !shown.contains("invoice\u{27E8}U+202E\u{27E9}gnp.exe") {
+        return Err(format!("the banner shows {shown:?}"));
+    }
+    let reject = buttons(imp.permission_buttons.get().upcast_ref())
+        .into_iter()
+        .find(|b| b.label().as_deref() == Some("Reject"))
+        .ok_or("no Reject button")?;
+    reject.emit_clicked();
+    spin_until("the end of the turn", Duration::from_secs(20), || {
+        f.win.agent("demo").is_some_and(|a| !a.answering())
+    })?;
+    close(f);
+    Ok(())
+}
+
 fn cancel_a_turn(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
@@ -857,6 +884,7 @@ fn main() {
     let tests: &[(&str, Test)] = &[
         ("ui::smoke_window_opens_with_an_empty_sidebar", smoke),
         ("ui::demo_turn_with_permission_banner", demo_turn_with_permission),
+        ("ui::hostile_permission_title", hostile_permission_title),
         ("ui::cancel_a_turn_with_stop", cancel_a_turn),
         (
             "ui::a_long_stream_is_followed_to_its_end",

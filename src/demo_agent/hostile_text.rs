@@ -85,3 +85,29 @@ pub(super) async fn send(agent: &Agent, sid: &str, name: &str, pieces: bool) -> 
     }
     true
 }
+
+/// `broken-chunks`: message chunks whose lines are not clean JSON text, as
+/// a careless agent writes them. Written raw, since serde_json refuses to
+/// produce them: a surrogate pair split across two chunks, a whole pair,
+/// invalid UTF-8, and a line that starts with a byte-order mark. Parley
+/// keeps every one: `split:[\u{FFFD}\u{FFFD}] pair:[😀] bad:[\u{FFFD}] bom:[ok]`.
+pub(super) fn send_broken(agent: &Agent, sid: &str) {
+    let sid = serde_json::to_string(sid).unwrap_or_default();
+    let line = |text: &[u8]| {
+        let mut l = format!(
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":{sid},"update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":""#
+        )
+        .into_bytes();
+        l.extend_from_slice(text);
+        l.extend_from_slice(b"\"}}}}");
+        l
+    };
+    agent.send_raw(&line(b"split:["));
+    agent.send_raw(&line(br"\uD83D"));
+    agent.send_raw(&line(br"\uDE00"));
+    agent.send_raw(&line(br"] pair:[\uD83D\uDE00] bad:["));
+    agent.send_raw(&line(b"\xff\xfe]"));
+    let mut bom = b"\xef\xbb\xbf".to_vec();
+    bom.extend_from_slice(&line(b" bom:[ok]"));
+    agent.send_raw(&bom);
+}

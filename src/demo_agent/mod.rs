@@ -56,6 +56,9 @@ Prompt keywords (the prompt's first word):
   crash                stream a little, then exit with status 3 mid-turn
   permission [N]       ask for permission N times; each answer is shown
   unknown-request      send Parley a request of an unknown method
+  permission-elsewhere ask for permission in a session that is not this one
+  permission-hostile   ask for permission with a NUL and a right-to-left
+                       override in the tool's title
   fs-read PATH         ask Parley to read PATH and show the answer
   fs-write PATH TEXT   ask Parley to write TEXT to PATH and show the answer
   fs-race N OUTSIDE    swap a directory of the cwd with a symlink to OUTSIDE
@@ -72,6 +75,8 @@ Prompt keywords (the prompt's first word):
   stderr K             write K lines on stderr
   error                answer session/prompt with a JSON-RPC error
   echo TEXT            answer TEXT
+  broken-chunks        chunks with a split surrogate pair, invalid UTF-8 and
+                       a byte-order mark, written raw
   text-fixture NAME [pieces]
                        answer fixture NAME in one chunk (or streamed in
                        pieces): four-fences, nul (control characters), link
@@ -112,6 +117,15 @@ impl Agent {
             let _ = writeln!(out, "demo agent says hello (this is not JSON)");
         }
         let _ = writeln!(out, "{msg}");
+        let _ = out.flush();
+    }
+
+    /// Writes `line` as it is, newline added (for lines serde_json would
+    /// not write).
+    fn send_raw(&self, line: &[u8]) {
+        let mut out = self.out.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = out.write_all(line);
+        let _ = out.write_all(b"\n");
         let _ = out.flush();
     }
 
@@ -526,6 +540,33 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
             }
             "end_turn".to_string()
         }
+        "permission-hostile" => {
+            let title = "Delete file\u{0}name and invoice\u{202E}gnp.exe";
+            let answer = ask_permission(&agent, &sid, "hostile-tool", title, "delete").await;
+            agent.chunk(
+                &sid,
+                "agent_message_chunk",
+                &format!("permission answer: {answer}"),
+            );
+            "end_turn".to_string()
+        }
+        "permission-elsewhere" => {
+            // For a session that is not this conversation's.
+            let answer = agent
+                .request(
+                    "session/request_permission",
+                    json!({"sessionId": "sess-elsewhere",
+                    "toolCall": {"toolCallId": "elsewhere-tool", "title": "Delete elsewhere"},
+                    "options": [{"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"}]}),
+                )
+                .await;
+            agent.chunk(
+                &sid,
+                "agent_message_chunk",
+                &format!("permission-elsewhere answer: {answer}"),
+            );
+            "end_turn".to_string()
+        }
         "unknown-request" => {
             let answer = agent
                 .request("telepathy/read_mind", json!({"sessionId": sid}))
@@ -603,6 +644,10 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
         }
         "error" => {
             return agent.respond_error(&id, -32603, "the demo agent failed on purpose");
+        }
+        "broken-chunks" => {
+            hostile_text::send_broken(&agent, &sid);
+            "end_turn".to_string()
         }
         "text-fixture" => {
             let name = w.get(1).copied().unwrap_or_default();

@@ -282,13 +282,15 @@ pub fn notify(
                     continue;
                 }
                 let Some(app) = win.application() else { continue };
-                let n = gio::Notification::new(title);
-                n.set_body(Some(body));
+                // Agent text, shown as the window shows it: no control or
+                // bidi character reaches the notification raw.
+                let n = gio::Notification::new(&crate::ui::markdown::visible(title));
+                n.set_body(Some(&crate::ui::markdown::visible(body)));
                 n.set_default_action_and_target_value("app.show-agent", Some(&agent.to_variant()));
                 if let Some(p) = permission {
                     for o in &p.options {
                         n.add_button_with_target_value(
-                            &o.name,
+                            &crate::ui::markdown::visible(&o.name),
                             "app.answer-permission",
                             Some(&(p.id.clone(), o.option_id.clone()).to_variant()),
                         );

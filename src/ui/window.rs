@@ -741,7 +741,9 @@ impl ParleyWindow {
         };
         let mut text = gettext_f(
             "<b>The agent asks to run a tool:</b> {title}",
-            &[("title", &glib::markup_escape_text(&request.tool_call.title))],
+            // The agent's text: control and bidi characters shown, not
+            // obeyed (a NUL would also panic on its way into GTK).
+            &[("title", &crate::ui::markdown::escape(&request.tool_call.title))],
         );
         if request.rejections > 0 {
             text.push_str(&glib::markup_escape_text(&format!(
@@ -754,7 +756,7 @@ impl ParleyWindow {
         }
         imp.permission_label.set_markup(&text);
         for option in &request.options {
-            let button = gtk::Button::with_label(&option.name);
+            let button = gtk::Button::with_label(&crate::ui::markdown::visible(&option.name));
             if option.kind.starts_with("allow") {
                 button.add_css_class("suggested-action");
             } else {

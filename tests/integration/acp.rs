@@ -44,6 +44,44 @@ async fn unknown_methods_get_32601_and_unknown_updates_are_logged() {
     );
 }
 
+/// Chunks that are JSON but for a surrogate pair split between them,
+/// invalid UTF-8 or a byte-order mark keep their text, with U+FFFD where a
+/// character could not be read (before, each such chunk was dropped).
+#[tokio::test(flavor = "multi_thread")]
+async fn chunks_with_split_surrogates_bad_utf8_or_a_bom_keep_their_text() {
+    let mut h = Harness::new(&[agent("a", "")]);
+    h.core.chat.send("a", "broken-chunks").expect("send");
+    h.wait_idle("a").await;
+    assert_eq!(
+        answer(&h),
+        "split:[\u{FFFD}\u{FFFD}] pair:[😀] bad:[\u{FFFD}\u{FFFD}] bom:[ok]"
+    );
+    let logs = h.core.supervisor.logs("a").expect("logs");
+    assert!(!logs.iter().any(|l| l.contains("skipped a line")), "{logs:?}");
+}
+
+/// A permission request for a session that is not the conversation's is
+/// refused with an error and never shown (before, it was shown and answered
+/// as part of the current turn).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_permission_request_for_an_unknown_session_is_refused() {
+    let mut h = Harness::new(&[agent("a", "")]);
+    h.core.chat.send("a", "permission-elsewhere").expect("send");
+    h.wait_idle("a").await;
+    let text = answer(&h);
+    assert!(text.contains("unknown session sess-elsewhere"), "{text}");
+    assert!(text.contains("-32602"), "{text}");
+    assert!(
+        !h.seen.iter().any(|e| matches!(e, Event::PermissionRequested(_))),
+        "no permission was shown"
+    );
+    let logs = h.core.supervisor.logs("a").expect("logs");
+    assert!(
+        logs.iter().any(|l| l.contains("refused a permission request")),
+        "{logs:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn fs_reads_and_writes_stay_inside_the_agent_cwd() {
     let work = tempfile::tempdir().expect("tempdir");

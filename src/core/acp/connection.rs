@@ -372,6 +372,19 @@ async fn read_loop<R: AsyncBufRead + Unpin>(
 }
 
 fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
+    dispatch_line(line, inner, handler, false);
+}
+
+fn skipped(line: &[u8], handler: &dyn Handler) {
+    // Agents print banners and progress on stdout; skip, but say so.
+    let shown = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
+    handler.log(format!(
+        "parley: skipped a line on stdout that is not JSON-RPC: {shown}"
+    ));
+}
+
+/// `repairing`: this is a line already repaired once.
+fn dispatch_line(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler, repairing: bool) {
     if line.iter().all(u8::is_ascii_whitespace) {
         return;
     }
@@ -391,14 +404,19 @@ fn dispatch(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler) {
             return;
         }
     }
+    // Off the fast paths: a line spoilt only by a lone surrogate, invalid
+    // UTF-8 or a byte-order mark is taken with U+FFFD in their place, so
+    // the text around them is kept. (The envelope alone would not notice:
+    // `params` stays raw until someone decodes it.)
+    if !repairing {
+        if let Some(fixed) = super::repair::repaired(line) {
+            return dispatch_line(&fixed, inner, handler, true);
+        }
+    }
     let envelope: Envelope<'_> = match serde_json::from_slice(line) {
         Ok(e) => e,
         Err(_) => {
-            // Agents print banners and progress on stdout; skip, but say so.
-            let shown = String::from_utf8_lossy(&line[..line.len().min(200)]).into_owned();
-            handler.log(format!(
-                "parley: skipped a line on stdout that is not JSON-RPC: {shown}"
-            ));
+            skipped(line, handler);
             return;
         }
     };

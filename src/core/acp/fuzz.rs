@@ -1,7 +1,9 @@
 //! A bounded fuzzer for the line reader and message dispatch: random byte
 //! streams (valid calls, answers and notifications, garbage, broken UTF-8,
 //! huge lines, unknown methods) must never panic, must answer every request
-//! exactly once, and must end the connection cleanly.
+//! exactly once, and must end the connection cleanly. Text chunks spoilt by
+//! a lone surrogate half, invalid UTF-8 or a byte-order mark, or carrying
+//! an escaped NUL, must each still arrive as a session update.
 //!
 //! Not run in CI: `cargo test --release --lib fuzz -- --ignored`
 //! (`PARLEY_FUZZ_SECONDS`, default 20, bounds it).
@@ -33,6 +35,7 @@ impl Rng {
 struct Counting {
     requests: AtomicUsize,
     notifications: AtomicUsize,
+    updates: AtomicUsize,
     closed: AtomicUsize,
 }
 
@@ -41,7 +44,7 @@ impl Handler for Counting {
         self.notifications.fetch_add(1, Ordering::Relaxed);
     }
     fn session_update(&self, _update: agent_client_protocol_schema::v1::SessionNotification) {
-        self.notifications.fetch_add(1, Ordering::Relaxed);
+        self.updates.fetch_add(1, Ordering::Relaxed);
     }
     fn request(&self, _method: &str, _params: &serde_json::value::RawValue, responder: Responder) {
         self.requests.fetch_add(1, Ordering::Relaxed);
@@ -53,12 +56,50 @@ impl Handler for Counting {
     }
 }
 
-fn piece(rng: &mut Rng) -> (Vec<u8>, bool) {
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Request,
+    /// A text chunk that must arrive, whatever spoils it.
+    Chunk,
+    Other,
+}
+
+/// A text chunk line whose text holds hostile pieces.
+fn chunk(rng: &mut Rng, text: &str) -> Vec<u8> {
+    let mut body = Vec::new();
+    for _ in 0..rng.below(6) + 1 {
+        match rng.below(8) {
+            0 => body.extend_from_slice(br"\uD83D"),
+            1 => body.extend_from_slice(br"\uDE00"),
+            2 => body.extend_from_slice(br"\uD83D\uDE00"),
+            3 => body.extend_from_slice(br"\u0000"),
+            4 => body.extend_from_slice(&[0xff, 0xc3]),
+            5 => body.extend_from_slice("\u{FEFF}".as_bytes()),
+            6 => body.extend_from_slice(br"\\uD83D"),
+            _ => body.extend_from_slice(text.as_bytes()),
+        }
+    }
+    let mut line = Vec::new();
+    if rng.below(4) == 0 {
+        line.extend_from_slice("\u{FEFF}".as_bytes());
+    }
+    line.extend_from_slice(
+        br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":""#,
+    );
+    line.extend_from_slice(&body);
+    line.extend_from_slice(br#""}}}}"#);
+    line
+}
+
+fn piece(rng: &mut Rng) -> (Vec<u8>, Kind) {
     let id = rng.below(1000);
     let text: String = (0..rng.below(20))
         .map(|_| char::from(b'a' + rng.below(26) as u8))
         .collect();
-    match rng.below(10) {
+    if rng.below(5) == 0 {
+        return (chunk(rng, &text), Kind::Chunk);
+    }
+    let (bytes, request) = match rng.below(10) {
         0 => (
             format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"fs/read_text_file","params":{{}}}}"#)
                 .into_bytes(),
@@ -92,7 +133,8 @@ fn piece(rng: &mut Rng) -> (Vec<u8>, bool) {
         7 => (b"{\"method\": 5, \"id\": null}".to_vec(), false),
         8 => (vec![0xff, 0xfe, b'{', b'}'], false),
         _ => (text.into_bytes(), false),
-    }
+    };
+    (bytes, if request { Kind::Request } else { Kind::Other })
 }
 
 async fn one_run(seed: u64) {
@@ -103,9 +145,10 @@ async fn one_run(seed: u64) {
     let cap = 4096;
     let conn = Connection::start(tokio::io::BufReader::new(our_in), our_out, handler.clone(), cap);
     let mut expected_requests = 0;
+    let mut expected_chunks = 0;
     let mut too_long = false;
     for _ in 0..rng.below(200) {
-        let (mut bytes, is_request) = piece(&mut rng);
+        let (mut bytes, kind) = piece(&mut rng);
         if rng.below(50) == 0 {
             bytes = vec![b'x'; cap + 1 + rng.below(100) as usize];
             too_long = true;
@@ -117,8 +160,10 @@ async fn one_run(seed: u64) {
         if too_long {
             break;
         }
-        if is_request {
-            expected_requests += 1;
+        match kind {
+            Kind::Request => expected_requests += 1,
+            Kind::Chunk => expected_chunks += 1,
+            Kind::Other => {}
         }
     }
     drop(agent_out);
@@ -133,6 +178,11 @@ async fn one_run(seed: u64) {
         assert_eq!(
             answered, expected_requests,
             "seed {seed}: every request answered once"
+        );
+        assert_eq!(
+            handler.updates.load(Ordering::Relaxed),
+            expected_chunks,
+            "seed {seed}: every spoilt chunk arrived"
         );
     }
 }

@@ -5,6 +5,8 @@
 //!   from the agent answered later; dispatch is strictly in arrival order.
 //! - [`calls`]: the typed ACP calls, with the protocol's own serde types.
 //! - [`fs`]: the `fs/*` client capability, confined to the agent's cwd.
+//! - [`repair`]: lines spoilt only by lone surrogates, invalid UTF-8 or a
+//!   byte-order mark, mended so their text is kept.
 
 pub mod calls;
 pub mod connection;
@@ -12,6 +14,7 @@ pub mod fs;
 #[cfg(test)]
 mod fuzz;
 pub mod lines;
+pub mod repair;
 
 pub use connection::{Connection, Handler, Responder, RpcError};
 

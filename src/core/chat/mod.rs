@@ -640,6 +640,22 @@ impl Chat {
         };
         let mut convs = lock(&self.inner.convs);
         let c = convs.entry(agent.to_owned()).or_default();
+        // A request for a session this conversation does not hold is not
+        // part of the current turn: refused, never shown.
+        let session = req.session_id.0.as_ref();
+        if c.session.as_ref().is_none_or(|(s, _)| &*s.0 != session) {
+            drop(convs);
+            let message = format!("unknown session {session}");
+            self.inner.supervisor.log(
+                agent,
+                format!("parley: refused a permission request for an unknown session {session}"),
+            );
+            responder.respond(Err(RpcError::remote(
+                crate::core::acp::connection::INVALID_PARAMS,
+                message,
+            )));
+            return;
+        }
         if c.cancelling || !c.busy {
             drop(convs);
             responder.respond(Ok(serde_json::json!({"outcome": {"outcome": "cancelled"}})));
