@@ -17,7 +17,6 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use adw::prelude::*;
-use adw::subclass::prelude::ObjectSubclassIsExt;
 use gtk::glib;
 use parley::core::events::Event;
 use parley::core::services::Options;
@@ -84,8 +83,10 @@ fn shown_window(
     core: &parley::core::services::Core,
     rx: parley::core::events::EventReceiver,
 ) -> ParleyWindow {
-    let win = ParleyWindow::new(app, core.clone());
-    parley::ui::bridge::attach(&win, rx);
+    let model = parley::ui::models::AppModel::new(core);
+    parley::ui::bridge::attach(&model, rx);
+    parley::ui::notifier::attach(&model, app);
+    let win = ParleyWindow::new(app, &model);
     win.set_default_size(1100, 720);
     win.present();
     spin_until(Duration::from_secs(10), || win.is_mapped());
@@ -108,18 +109,19 @@ fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, 
     let handler = clock.connect_after_paint(move |_| f.borrow_mut().push(Instant::now()));
     let expected = n * 40;
     let t = Instant::now();
-    win.imp()
-        .composer_text
+    win.composer()
+        .text_view()
         .buffer()
         .set_text(&format!("flood {n} 40"));
-    win.send();
+    win.composer().send();
     // Until the whole text is in the conversation's model, the row with its
     // end is laid out within the visible area, and a frame was painted
     // after that.
     let w = win.clone();
     spin_until(Duration::from_secs(600), move || {
         let len = w
-            .imp_conversation("demo")
+            .agent("demo")
+            .and_then(|a| a.loaded_messages())
             .and_then(|store| store.item(store.n_items().saturating_sub(1)))
             .and_downcast::<parley::ui::models::MessageObject>()
             .map(|m| m.text_len())
@@ -292,7 +294,7 @@ fn long_figure(app: &adw::Application) {
     let win = shown_window(app, &core, rx);
     win.select_agent("demo");
     spin_until(Duration::from_millis(500), || false);
-    let store = win.conversation("demo");
+    let store = win.agent("demo").expect("the demo agent").messages();
     let base = rss_kb();
     let mut memory = Vec::new();
     for upto in [500, 1000, 2000] {
@@ -300,13 +302,12 @@ fn long_figure(app: &adw::Application) {
             .map(|i| parley::ui::models::MessageObject::new(long_message(i)))
             .collect();
         store.splice(store.n_items(), 0, &objects);
-        win.update_messages_page();
         spin_until(Duration::from_millis(500), || false);
         memory.push((upto, rss_kb()));
     }
-    let scroller = win.imp().messages_scroller.get();
+    let scroller = win.conversation_view().scroller();
     let adj = scroller.vadjustment();
-    win.imp().stick_to_bottom.set(false);
+    win.conversation_view().set_sticky(false);
     adj.set_value(0.0);
     spin_until(Duration::from_millis(500), || false);
 
@@ -354,7 +355,11 @@ fn long_figure(app: &adw::Application) {
         worst.as_secs_f64() * 1e3,
         gap.as_secs_f64() * 1e3
     );
-    let rows = win.imp().messages_view.model().map_or(0, |m| m.n_items());
+    let rows = win
+        .conversation_view()
+        .list_view()
+        .model()
+        .map_or(0, |m| m.n_items());
     println!(
         "long conversation memory: window with no message {:.1} MB; {} ({rows} rows at 2,000)",
         base as f64 / 1024.0,

@@ -119,8 +119,10 @@ fn open_window(app: &adw::Application, text: &str) -> Result<Fixture, String> {
         config_path: Some(path),
         ..Default::default()
     })?;
-    let win = ParleyWindow::new(app, core.clone());
-    parley::ui::bridge::attach(&win, rx);
+    let model = parley::ui::models::AppModel::new(&core);
+    parley::ui::bridge::attach(&model, rx);
+    parley::ui::notifier::attach(&model, app);
+    let win = ParleyWindow::new(app, &model);
     win.set_default_size(1100, 720);
     win.present();
     spin_until("the window to map", Duration::from_secs(10), || win.is_mapped())?;
@@ -164,24 +166,22 @@ fn select_demo(f: &Fixture) -> Result<(), String> {
 }
 
 fn type_and_send(f: &Fixture, text: &str) {
-    let imp = f.win.imp();
-    imp.composer_text.buffer().set_text(text);
-    imp.send_button.emit_clicked();
+    f.win.composer().text_view().buffer().set_text(text);
+    f.win.composer().send_button().emit_clicked();
 }
 
 fn conversation_texts(f: &Fixture) -> Vec<String> {
-    texts(f.win.imp().messages_view.upcast_ref())
+    texts(f.win.conversation_view().list_view().upcast_ref())
 }
 
 fn demo_turn_with_permission(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
-    let imp = f.win.imp();
     type_and_send(&f, "Please change the greeting");
     spin_until("the permission banner", Duration::from_secs(15), || {
-        imp.permission_revealer.is_child_revealed()
+        f.win.permission_banner().is_revealed()
     })?;
-    let banner = imp.permission_buttons.get();
+    let banner = f.win.permission_banner();
     let labels: Vec<String> = buttons(banner.upcast_ref())
         .iter()
         .filter_map(|b| b.label())
@@ -200,7 +200,7 @@ fn demo_turn_with_permission(app: &adw::Application) -> Result<(), String> {
     }
     allow.emit_clicked();
     spin_until("the banner to go", Duration::from_secs(5), || {
-        !imp.permission_revealer.reveals_child()
+        !f.win.permission_banner().is_shown()
     })?;
     spin_until("the end of the turn", Duration::from_secs(20), || {
         f.win.agent("demo").is_some_and(|a| !a.answering())
@@ -233,16 +233,18 @@ fn demo_turn_with_permission(app: &adw::Application) -> Result<(), String> {
 fn hostile_permission_title(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
-    let imp = f.win.imp();
     type_and_send(&f, "permission-hostile");
     spin_until("the permission banner", Duration::from_secs(15), || {
-        imp.permission_revealer.is_child_revealed()
+        f.win.permission_banner().is_revealed()
     })?;
-    let shown = imp.permission_label.text().to_string();
+    let shown = f.win.permission_banner().text();
     if !shown.contains("file\u{2400}name") || !shown.contains("invoice\u{27E8}U+202E\u{27E9}gnp.exe") {
         return Err(format!("the banner shows {shown:?}"));
     }
-    let reject = buttons(imp.permission_buttons.get().upcast_ref())
+    let reject = f
+        .win
+        .permission_banner()
+        .option_buttons()
         .into_iter()
         .find(|b| b.label().as_deref() == Some("Reject"))
         .ok_or("no Reject button")?;
@@ -257,16 +259,15 @@ fn hostile_permission_title(app: &adw::Application) -> Result<(), String> {
 fn cancel_a_turn(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
-    let imp = f.win.imp();
     type_and_send(&f, "wait");
     spin_until("the turn to run", Duration::from_secs(10), || {
         f.win.agent("demo").is_some_and(|a| a.answering())
     })?;
-    if imp.send_button.icon_name().as_deref() != Some("media-playback-stop-symbolic") {
+    if f.win.composer().send_button().icon_name().as_deref() != Some("media-playback-stop-symbolic") {
         return Err("Send did not turn into Stop".into());
     }
     spin(Duration::from_millis(300));
-    imp.send_button.emit_clicked();
+    f.win.composer().send_button().emit_clicked();
     spin_until("the turn to end", Duration::from_secs(10), || {
         f.win.agent("demo").is_some_and(|a| !a.answering())
     })?;
@@ -274,7 +275,7 @@ fn cancel_a_turn(app: &adw::Application) -> Result<(), String> {
     if !conversation_texts(&f).iter().any(|t| t == "Stopped") {
         return Err(format!("no \"Stopped\": {:?}", conversation_texts(&f)));
     }
-    if imp.send_button.icon_name().as_deref() != Some("mail-send-symbolic") {
+    if f.win.composer().send_button().icon_name().as_deref() != Some("mail-send-symbolic") {
         return Err("Stop did not turn back into Send".into());
     }
     close(f);
@@ -291,7 +292,7 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
     // so rows at the top are stand-ins again by the end.
     type_and_send(&f, "flood 10000 40");
     spin_until("the whole flood", Duration::from_secs(60), || {
-        let store = f.win.imp_conversation("demo");
+        let store = f.win.agent("demo").and_then(|a| a.loaded_messages());
         let last = store
             .and_then(|s| s.item(s.n_items().saturating_sub(1)))
             .and_downcast::<parley::ui::models::MessageObject>();
@@ -312,8 +313,8 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
     save_png(&f.win, "08-long-stream")?;
     // Back to the top: the first chunks are drawn again, and the view no
     // longer follows.
-    let adj = f.win.imp().messages_scroller.vadjustment();
-    f.win.imp().stick_to_bottom.set(false);
+    let adj = f.win.conversation_view().scroller().vadjustment();
+    f.win.conversation_view().set_sticky(false);
     adj.set_value(0.0);
     spin_until("the start of the stream drawn", Duration::from_secs(10), || {
         conversation_texts(&f).iter().any(|t| t.contains("0000000"))
@@ -360,7 +361,12 @@ fn markups(w: &gtk::Widget) -> Vec<String> {
 /// Sends `text-fixture NAME` to the demo agent and waits until the answer
 /// is over and its last row drawn on screen.
 fn answer_fixture(f: &Fixture, name: &str) -> Result<(), String> {
-    let messages = || f.win.imp_conversation("demo").map_or(0, |s| s.n_items());
+    let messages = || {
+        f.win
+            .agent("demo")
+            .and_then(|a| a.loaded_messages())
+            .map_or(0, |s| s.n_items())
+    };
     let before = messages();
     type_and_send(f, &format!("text-fixture {name}"));
     // The question and the answer.
@@ -386,7 +392,7 @@ const FOUR_FENCES: [&str; 4] = [
 /// Checks that the conversation shows the four code blocks of the
 /// `four-fences` fixture in their views, and no other.
 fn four_fences_drawn(f: &Fixture, png: &str) -> Result<(), String> {
-    let view = f.win.imp().messages_view.get();
+    let view = f.win.conversation_view().list_view();
     spin_until("four code blocks drawn", Duration::from_secs(10), || {
         code_texts(view.upcast_ref()).len() >= 4
     })
@@ -454,7 +460,7 @@ fn control_and_bidi_characters_are_shown_visibly(app: &adw::Application) -> Resu
         conversation_texts(&f).iter().any(|t| t == "still alive")
     })?;
     // Collapsed parts (the thought) are shown too.
-    let view = f.win.imp().messages_view.get();
+    let view = f.win.conversation_view().list_view();
     let mut expanders = Vec::new();
     let mut stack = vec![view.clone().upcast::<gtk::Widget>()];
     while let Some(w) = stack.pop() {
@@ -544,7 +550,7 @@ fn a_misleading_link_shows_its_real_target(app: &adw::Application) -> Result<(),
     select_demo(&f)?;
     answer_fixture(&f, "link")?;
     let target = "https://evil.example/login";
-    let view = f.win.imp().messages_view.get();
+    let view = f.win.conversation_view().list_view();
     let mut found = None;
     let mut stack = vec![view.clone().upcast::<gtk::Widget>()];
     while let Some(w) = stack.pop() {
@@ -624,14 +630,13 @@ fn dark_style(app: &adw::Application) -> Result<(), String> {
 fn slash_command_completion(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
-    let imp = f.win.imp();
     // The commands arrive with the first session.
     type_and_send(&f, "echo hi");
     spin_until("the answer", Duration::from_secs(10), || {
         conversation_texts(&f).iter().any(|t| t == "hi")
     })?;
-    let completion = imp.completion.get().ok_or("no completion")?;
-    imp.composer_text.buffer().set_text("/");
+    let completion = f.win.composer().completion().ok_or("no completion")?;
+    f.win.composer().text_view().buffer().set_text("/");
     spin(Duration::from_millis(100));
     if completion.shown() != ["help", "plan", "flood"] {
         return Err(format!(
@@ -641,7 +646,7 @@ fn slash_command_completion(app: &adw::Application) -> Result<(), String> {
         ));
     }
     save_png(&f.win, "06-slash-commands")?;
-    imp.composer_text.buffer().set_text("/fl");
+    f.win.composer().text_view().buffer().set_text("/fl");
     spin(Duration::from_millis(50));
     if completion.shown() != ["flood"] {
         return Err(format!("shown for '/fl': {:?}", completion.shown()));
@@ -649,7 +654,7 @@ fn slash_command_completion(app: &adw::Application) -> Result<(), String> {
     if !completion.key(gtk::gdk::Key::Tab) {
         return Err("Tab did not complete".into());
     }
-    let buffer = imp.composer_text.buffer();
+    let buffer = f.win.composer().text_view().buffer();
     let text = buffer.text(&buffer.start_iter(), &buffer.end_iter(), false);
     if text != "/flood " || !completion.shown().is_empty() {
         return Err(format!("completed to {text:?}"));

@@ -1,23 +1,68 @@
 //! The GApplication: single instance, actions and accelerators, opening
-//! files from the command line, notifications, quitting with every agent
-//! stopped.
+//! files from the command line, quitting with every agent stopped. The
+//! application owns the model (and through it the core): every window shows
+//! it.
 
 use std::cell::RefCell;
 use std::path::PathBuf;
 
 use adw::prelude::*;
+use adw::subclass::prelude::*;
 use gtk::{gio, glib};
 
-use crate::core::config::model::{ChannelKind, Theme};
-use crate::core::events::PermissionRequest;
-use crate::core::services::{Core, Options};
+use crate::core::services::Options;
 use crate::i18n::gettext;
+use crate::ui::models::AppModel;
 use crate::ui::runtime;
 use crate::ui::window::ParleyWindow;
 use crate::ui::{APP_ID, SCHEMA_ID};
 
-thread_local! {
-    static CORE: RefCell<Option<Core>> = const { RefCell::new(None) };
+mod imp {
+    use super::*;
+
+    #[derive(Default)]
+    pub struct ParleyApplication {
+        /// Set when the first window opens; taken at shutdown.
+        pub model: RefCell<Option<AppModel>>,
+    }
+
+    #[glib::object_subclass]
+    impl ObjectSubclass for ParleyApplication {
+        const NAME: &'static str = "ParleyApplication";
+        type Type = super::ParleyApplication;
+        type ParentType = adw::Application;
+    }
+
+    impl ObjectImpl for ParleyApplication {}
+    impl ApplicationImpl for ParleyApplication {
+        fn shutdown(&self) {
+            // Quitting stops every agent with the spec's sequence, and waits.
+            if let Some(model) = self.model.take() {
+                runtime::runtime().block_on(model.core().shutdown());
+            }
+            self.parent_shutdown();
+        }
+    }
+    impl GtkApplicationImpl for ParleyApplication {}
+    impl AdwApplicationImpl for ParleyApplication {}
+}
+
+glib::wrapper! {
+    pub struct ParleyApplication(ObjectSubclass<imp::ParleyApplication>)
+        @extends adw::Application, gtk::Application, gio::Application,
+        @implements gio::ActionGroup, gio::ActionMap;
+}
+
+impl ParleyApplication {
+    /// The model, once the first window has opened.
+    pub fn model(&self) -> Option<AppModel> {
+        self.imp().model.borrow().clone()
+    }
+}
+
+/// The model of `app`, whichever kind of application it is.
+fn model_of(app: &adw::Application) -> Option<AppModel> {
+    app.downcast_ref::<ParleyApplication>()?.model()
 }
 
 /// GSettings for the window; `None` when the schema is not installed and was
@@ -39,15 +84,6 @@ pub fn settings() -> Option<gio::Settings> {
         None::<&gio::SettingsBackend>,
         None,
     ))
-}
-
-pub fn apply_theme(theme: Theme) {
-    let scheme = match theme {
-        Theme::System => adw::ColorScheme::Default,
-        Theme::Light => adw::ColorScheme::ForceLight,
-        Theme::Dark => adw::ColorScheme::ForceDark,
-    };
-    adw::StyleManager::default().set_color_scheme(scheme);
 }
 
 /// The app's stylesheet, compiled into the binary.
@@ -74,17 +110,6 @@ fn window(app: &adw::Application) -> Option<ParleyWindow> {
         })
 }
 
-fn all_windows(win: &ParleyWindow) -> Vec<ParleyWindow> {
-    match win.application() {
-        Some(app) => app
-            .windows()
-            .into_iter()
-            .filter_map(|w| w.downcast::<ParleyWindow>().ok())
-            .collect(),
-        None => vec![win.clone()],
-    }
-}
-
 /// The core and its window, created on first activation (with the file given
 /// on the command line, if any).
 fn ensure_window(app: &adw::Application, config: Option<PathBuf>) -> Option<ParleyWindow> {
@@ -108,10 +133,14 @@ fn ensure_window(app: &adw::Application, config: Option<PathBuf>) -> Option<Parl
             return None;
         }
     };
-    CORE.with(|c| c.replace(Some(core.clone())));
-    apply_theme(core.current().theme);
-    let win = ParleyWindow::new(app, core.clone());
-    crate::ui::bridge::attach_app(app, rx);
+    let model = AppModel::new(&core);
+    crate::ui::bridge::attach(&model, rx);
+    crate::ui::theme::attach(&model);
+    crate::ui::notifier::attach(&model, app);
+    if let Some(app) = app.downcast_ref::<ParleyApplication>() {
+        app.imp().model.replace(Some(model.clone()));
+    }
+    let win = ParleyWindow::new(app, &model);
     let current = core.current();
     if !current.valid {
         if let Some(p) = current.problems.first() {
@@ -133,11 +162,10 @@ fn open_config(win: &ParleyWindow, path: PathBuf) {
             win,
             move |r: Result<(), String>| match r {
                 Ok(()) => {
-                    for w in all_windows(&win) {
-                        w.forget_conversations();
-                        w.refresh_agents();
-                        w.refresh_recent();
-                    }
+                    let model = win.model();
+                    model.forget_conversations();
+                    model.refresh_agents();
+                    win.refresh_recent();
                 }
                 Err(e) => win.toast(&e),
             }
@@ -173,9 +201,7 @@ fn choose(win: &ParleyWindow) {
     ));
     chooser.show();
     // The dialog must outlive this function until it answers.
-    unsafe {
-        win.set_data("file-chooser", chooser);
-    }
+    win.keep_file_chooser(chooser);
 }
 
 fn about(win: &ParleyWindow) {
@@ -244,7 +270,19 @@ fn setup_actions(app: &adw::Application) {
         |app, p| {
             if let (Some(w), Some((id, option))) = (window(app), p.and_then(|p| p.get::<(String, String)>()))
             {
-                w.answer_permission(&id, &option);
+                let core = w.core().clone();
+                runtime::call(
+                    async move { core.chat.answer_permission(&id, &option) },
+                    glib::clone!(
+                        #[weak]
+                        w,
+                        move |r: Result<(), String>| {
+                            if let Err(e) = r {
+                                w.toast(&e);
+                            }
+                        }
+                    ),
+                );
             }
         },
     );
@@ -256,79 +294,6 @@ fn setup_actions(app: &adw::Application) {
     app.set_accels_for_action("window.close", &["<Control>w"]);
 }
 
-/// Tells the configured notification channels about an event. Desktop
-/// notifications only while the window is not focused.
-pub fn notify(
-    win: &ParleyWindow,
-    event: &str,
-    agent: &str,
-    title: &str,
-    body: &str,
-    permission: Option<&PermissionRequest>,
-) {
-    let current = win.core().current();
-    for channel in &current.channels {
-        if !channel.events.iter().any(|e| e == event) {
-            continue;
-        }
-        if let Some(agents) = &channel.agents {
-            if !agents.iter().any(|a| a == agent) {
-                continue;
-            }
-        }
-        match channel.kind {
-            ChannelKind::Desktop => {
-                if gtk::prelude::GtkWindowExt::is_active(win) {
-                    continue;
-                }
-                let Some(app) = win.application() else { continue };
-                // Agent text, shown as the window shows it: no control or
-                // bidi character reaches the notification raw.
-                let n = gio::Notification::new(&crate::ui::markdown::visible(title));
-                n.set_body(Some(&crate::ui::markdown::visible(body)));
-                n.set_default_action_and_target_value("app.show-agent", Some(&agent.to_variant()));
-                if let Some(p) = permission {
-                    for o in &p.options {
-                        n.add_button_with_target_value(
-                            &crate::ui::markdown::visible(&o.name),
-                            "app.answer-permission",
-                            Some(&(p.id.clone(), o.option_id.clone()).to_variant()),
-                        );
-                    }
-                }
-                app.send_notification(Some(&format!("{agent}-{event}")), &n);
-            }
-            ChannelKind::Command => {
-                let Some(command) = channel.command.clone() else {
-                    continue;
-                };
-                let args = channel.args.clone();
-                let payload =
-                    serde_json::json!({"event": event, "agent": agent, "title": title, "body": body,
-                    "permission": permission})
-                    .to_string();
-                runtime::runtime().spawn(async move {
-                    use tokio::io::AsyncWriteExt;
-                    let child = tokio::process::Command::new(&command)
-                        .args(&args)
-                        .stdin(std::process::Stdio::piped())
-                        .stdout(std::process::Stdio::null())
-                        .spawn();
-                    match child {
-                        Ok(mut child) => {
-                            if let Some(mut stdin) = child.stdin.take() {
-                                let _ = stdin.write_all(payload.as_bytes()).await;
-                            }
-                            let _ = child.wait().await;
-                        }
-                        Err(e) => tracing::warn!("notification channel {command}: {e}"),
-                    }
-                });
-            }
-        }
-    }
-}
-
 /// For the start-up benchmark: with `PARLEY_EXIT_AFTER_FIRST_FRAME` set,
 /// quit once the window has painted its first frame.
 fn exit_after_first_frame(app: &adw::Application, win: &ParleyWindow) {
@@ -336,12 +301,12 @@ fn exit_after_first_frame(app: &adw::Application, win: &ParleyWindow) {
         return;
     }
     let quit_after_paint = move |win: &ParleyWindow, app: adw::Application| {
-        if let Some(clock) = win.frame_clock() {
+        if let Some(clock) = WidgetExt::frame_clock(win) {
             clock.connect_after_paint(move |_| app.quit());
         }
     };
     // `present()` maps the window at once when it can.
-    if win.is_mapped() {
+    if WidgetExt::is_mapped(win) {
         quit_after_paint(win, app.clone());
     } else {
         let app = app.clone();
@@ -362,8 +327,8 @@ fn command_line(app: &adw::Application, cl: &gio::ApplicationCommandLine) -> gli
     if let Some(mut w) = ensure_window(app, path.clone()) {
         if existed && cl.options_dict().contains("new-window") {
             // Another window on the same agents and conversations.
-            if let Some(core) = CORE.with(|c| c.borrow().clone()) {
-                w = ParleyWindow::new(app, core);
+            if let Some(model) = model_of(app) {
+                w = ParleyWindow::new(app, &model);
             }
         }
         if let (true, Some(p)) = (existed, path) {
@@ -380,9 +345,9 @@ fn command_line(app: &adw::Application, cl: &gio::ApplicationCommandLine) -> gli
 }
 
 pub fn run() -> glib::ExitCode {
-    let app = adw::Application::builder()
-        .application_id(APP_ID)
-        .flags(gio::ApplicationFlags::HANDLES_COMMAND_LINE)
+    let app: ParleyApplication = glib::Object::builder()
+        .property("application-id", APP_ID)
+        .property("flags", gio::ApplicationFlags::HANDLES_COMMAND_LINE)
         .build();
     app.add_main_option(
         "open-configuration",
@@ -402,23 +367,18 @@ pub fn run() -> glib::ExitCode {
     );
     app.connect_startup(|app| {
         load_css();
-        setup_actions(app);
+        setup_actions(app.upcast_ref());
         gtk::Window::set_default_icon_name(APP_ID);
     });
     app.connect_activate(|app| {
+        let app = app.upcast_ref::<adw::Application>();
         if let Some(w) = ensure_window(app, None) {
             gtk::prelude::GtkWindowExt::present(&w);
             exit_after_first_frame(app, &w);
             crate::ui::smoke::start(app, &w);
         }
     });
-    app.connect_command_line(command_line);
-    app.connect_shutdown(|_| {
-        // Quitting stops every agent with the spec's sequence, and waits.
-        if let Some(core) = CORE.with(|c| c.borrow_mut().take()) {
-            runtime::runtime().block_on(core.shutdown());
-        }
-    });
+    app.connect_command_line(|app, cl| command_line(app.upcast_ref(), cl));
     let status = app.run();
     if crate::ui::smoke::failed() {
         return glib::ExitCode::FAILURE;

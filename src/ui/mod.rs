@@ -3,19 +3,28 @@
 //! - [`runtime`]: the tokio runtime the core lives on, and calling it from
 //!   the GTK main thread without blocking.
 //! - [`bridge`]: joins consecutive text deltas on a thread of its own, then
-//!   drains the core's events once per frame into the models.
-//! - [`models`]: `AgentObject`, `MessageObject` and the `RowObject`s the
-//!   conversation list shows (`segments` says where text is cut).
-//! - [`window`], [`widgets`], [`preferences`], [`application`].
+//!   drains the core's events once per frame into the application model.
+//! - [`models`]: the state. `AppModel` (the core and its agents) routes each
+//!   event to the `AgentObject` it concerns, which owns that agent's
+//!   conversation (`MessageObject`s, shown as `RowObject`s), permission
+//!   requests and log.
+//! - [`notifier`] and [`theme`]: small listeners of model signals.
+//! - [`window`] assembles views; [`widgets`] are those views, each binding
+//!   to a model (`ConversationView`, `Composer`, `PermissionBanner`, …).
+//!   Widgets never reach the window or the application: they act through
+//!   the models and report errors with the `win.toast` action.
+//! - [`preferences`], [`application`].
 
 pub mod a11y;
 pub mod application;
 pub mod bridge;
 pub mod markdown;
 pub mod models;
+pub mod notifier;
 pub mod preferences;
 pub mod runtime;
 pub mod smoke;
+pub mod theme;
 pub mod widgets;
 pub mod window;
 

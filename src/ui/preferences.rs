@@ -56,7 +56,7 @@ pub fn show(win: &ParleyWindow) {
                 2 => Theme::Dark,
                 _ => Theme::System,
             };
-            crate::ui::application::apply_theme(theme);
+            crate::ui::theme::apply(theme);
             let value = serde_json::to_value(theme).unwrap_or_default();
             set(&win, "theme", value);
         }

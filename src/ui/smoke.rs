@@ -9,7 +9,6 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use adw::prelude::*;
-use adw::subclass::prelude::ObjectSubclassIsExt;
 use gtk::glib;
 
 use crate::core::chat::message::Role;
@@ -81,7 +80,7 @@ pub fn start(app: &adw::Application, win: &ParleyWindow) {
                     LIMIT.as_secs(),
                     agents.join(", "),
                     {
-                        let b = win.imp().composer_text.buffer();
+                        let b = win.composer().text_view().buffer();
                         b.text(&b.start_iter(), &b.end_iter(), false).to_string()
                     }
                 );
@@ -125,30 +124,34 @@ fn step(win: &ParleyWindow, progress: &Progress) -> Result<Option<String>, Strin
         if win.selected_agent().as_deref() != Some(agent.name.as_str()) {
             return Ok(None);
         }
-        let imp = win.imp();
-        imp.composer_text
+        let composer = win.composer();
+        composer
+            .text_view()
             .buffer()
             .set_text("Hello from the first-run check");
-        imp.send_button.emit_clicked();
+        composer.send_button().emit_clicked();
         sent.set(true);
         println!("smoke: sent a message to {} ({})", agent.title, agent.name);
         return Ok(None);
     }
     // The demo asks before it edits; a newcomer allows it from the banner.
-    let pending = win
-        .imp()
-        .permissions
-        .borrow()
-        .get(&agent.name)
-        .and_then(|p| p.first().cloned());
-    if let Some(request) = pending.filter(|r| progress.answered.borrow().as_ref() != Some(&r.id)) {
-        progress.answered.replace(Some(request.id.clone()));
-        if let Some(allow) = request.options.iter().find(|o| o.kind.starts_with("allow")) {
-            println!("smoke: allowed {:?}", request.tool_call.title);
-            win.answer_permission(&request.id, &allow.option_id);
+    let banner = win.permission_banner();
+    let pending = banner.request().filter(|_| banner.is_shown());
+    if let Some(request) = pending.filter(|r| progress.answered.borrow().as_ref() != Some(&r.request().id)) {
+        progress.answered.replace(Some(request.request().id.clone()));
+        if let Some(allow) = banner
+            .option_buttons()
+            .into_iter()
+            .find(|b| b.has_css_class("suggested-action"))
+        {
+            println!("smoke: allowed {:?}", request.request().tool_call.title);
+            allow.emit_clicked();
         }
     }
-    let store = win.conversation(&agent.name);
+    let Some(object) = win.agent(&agent.name) else {
+        return Ok(None);
+    };
+    let store = object.messages();
     for i in 0..store.n_items() {
         let Some(m) = store.item(i).and_downcast::<MessageObject>() else {
             continue;

@@ -1,12 +1,25 @@
-//! One agent of the sidebar: what `AgentService.List` and the events say.
+//! One agent as the window knows it: what `AgentService.List` and the events
+//! say, and the models it owns: its conversation (`MessageObject`s), its
+//! pending permission requests (`PermissionObject`s) and its log (a live
+//! `gtk::StringList`). Its properties are read-only from outside; only the
+//! events (through `AppModel::apply`) change them. Widgets bind to it and
+//! ask it to act (`send`, `cancel`, `answer_permission`, `lifecycle`).
 
-use std::cell::RefCell;
+use std::cell::{Cell, OnceCell, RefCell};
+use std::sync::OnceLock;
 
-use gtk::glib;
 use gtk::glib::prelude::*;
 use gtk::glib::subclass::prelude::*;
+use gtk::glib::subclass::Signal;
+use gtk::prelude::*;
+use gtk::{gio, glib};
 
+use super::{AgentStatus, Lifecycle, MessageObject, PermissionObject};
+use crate::core::chat::message::Command;
+use crate::core::events::{AgentStateChanged, PermissionRequest};
+use crate::core::services::Core;
 use crate::core::supervisor::AgentInfo;
+use crate::ui::runtime;
 
 mod imp {
     use super::*;
@@ -14,31 +27,37 @@ mod imp {
     #[derive(Default, glib::Properties)]
     #[properties(wrapper_type = super::AgentObject)]
     pub struct AgentObject {
-        #[property(get, set)]
+        #[property(get)]
         pub name: RefCell<String>,
-        #[property(get, set)]
+        #[property(get)]
         pub title: RefCell<String>,
-        #[property(get, set)]
+        #[property(get)]
         pub icon: RefCell<String>,
-        #[property(get, set)]
+        #[property(get)]
         pub description: RefCell<String>,
-        /// The spec's state name: stopped, starting, ready, busy, error.
-        #[property(get, set)]
-        pub state: RefCell<String>,
-        #[property(get, set)]
+        #[property(get, builder(AgentStatus::Stopped))]
+        pub status: Cell<AgentStatus>,
+        #[property(get)]
         pub error: RefCell<String>,
-        #[property(get, set)]
-        pub outdated: std::cell::Cell<bool>,
+        #[property(get)]
+        pub outdated: Cell<bool>,
         /// A conversation turn runs.
-        #[property(get, set)]
-        pub answering: std::cell::Cell<bool>,
+        #[property(get)]
+        pub answering: Cell<bool>,
         /// Waiting for a permission answer.
-        #[property(get, set)]
-        pub waiting: std::cell::Cell<bool>,
-        #[property(get, set)]
-        pub usage_used: std::cell::Cell<u64>,
-        #[property(get, set)]
-        pub usage_size: std::cell::Cell<u64>,
+        #[property(get)]
+        pub waiting: Cell<bool>,
+        #[property(get)]
+        pub usage_used: Cell<u64>,
+        #[property(get)]
+        pub usage_size: Cell<u64>,
+        pub core: OnceCell<Core>,
+        /// Loaded from `Conversation(agent)` when first asked for.
+        pub messages: RefCell<Option<gio::ListStore>>,
+        pub permissions: OnceCell<gio::ListStore>,
+        /// Filled from the supervisor when first asked for, then live.
+        pub logs: OnceCell<gtk::StringList>,
+        pub logs_fresh: Cell<bool>,
     }
 
     #[glib::object_subclass]
@@ -48,7 +67,26 @@ mod imp {
     }
 
     #[glib::derived_properties]
-    impl ObjectImpl for AgentObject {}
+    impl ObjectImpl for AgentObject {
+        fn signals() -> &'static [Signal] {
+            static SIGNALS: OnceLock<Vec<Signal>> = OnceLock::new();
+            SIGNALS.get_or_init(|| {
+                vec![
+                    // Messages were added or changed (once per frame at most).
+                    Signal::builder("conversation-changed").build(),
+                    // A turn that ran has ended.
+                    Signal::builder("turn-ended").build(),
+                    // The agent went to `error`; the argument is the reason.
+                    Signal::builder("failed")
+                        .param_types([String::static_type()])
+                        .build(),
+                    Signal::builder("permission-requested")
+                        .param_types([PermissionObject::static_type()])
+                        .build(),
+                ]
+            })
+        }
+    }
 }
 
 glib::wrapper! {
@@ -56,37 +94,88 @@ glib::wrapper! {
 }
 
 impl AgentObject {
-    pub fn new(info: &AgentInfo) -> Self {
-        let o: Self = glib::Object::builder().property("name", &info.name).build();
+    pub fn new(info: &AgentInfo, core: &Core) -> Self {
+        let o: Self = glib::Object::new();
+        o.imp().name.replace(info.name.clone());
+        let _ = o.imp().core.set(core.clone());
         o.update(info);
         o
     }
 
+    fn core(&self) -> &Core {
+        self.imp()
+            .core
+            .get()
+            .unwrap_or_else(|| unreachable!("set in new()"))
+    }
+
+    /// Takes what `AgentService.List` says.
     pub fn update(&self, info: &AgentInfo) {
-        self.set_title(info.title.as_str());
-        self.set_icon(if info.icon.is_empty() {
+        let imp = self.imp();
+        set_string(self, &imp.title, &info.title, "title");
+        let icon = if info.icon.is_empty() {
             "system-run-symbolic"
         } else {
             info.icon.as_str()
-        });
-        self.set_description(info.description.as_str());
-        self.set_state(info.state.as_str());
-        self.set_error(info.error.clone().unwrap_or_default());
-        self.set_outdated(info.outdated);
+        };
+        set_string(self, &imp.icon, icon, "icon");
+        set_string(self, &imp.description, &info.description, "description");
+        self.set_status(
+            info.state.into(),
+            info.error.as_deref().unwrap_or_default(),
+            info.outdated,
+        );
+    }
+
+    /// Takes an `agent:state` event; going to `error` emits `failed`.
+    pub fn apply_state(&self, s: &AgentStateChanged) {
+        let error = s.error.as_deref().unwrap_or_default();
+        let failed = AgentStatus::from(s.state) == AgentStatus::Error && self.status() != AgentStatus::Error;
+        self.set_status(s.state.into(), error, s.outdated);
+        if failed {
+            self.emit_by_name::<()>("failed", &[&error.to_owned()]);
+        }
+    }
+
+    fn set_status(&self, status: AgentStatus, error: &str, outdated: bool) {
+        let imp = self.imp();
+        let _guard = self.freeze_notify();
+        if imp.status.replace(status) != status {
+            self.notify_status();
+        }
+        set_string(self, &imp.error, error, "error");
+        if imp.outdated.replace(outdated) != outdated {
+            self.notify_outdated();
+        }
+    }
+
+    /// Takes a `turn:changed` event; the end of a turn emits `turn-ended`.
+    pub fn apply_turn(&self, busy: bool) {
+        let was = self.imp().answering.replace(busy);
+        if was != busy {
+            self.notify_answering();
+        }
+        if was && !busy {
+            self.emit_by_name::<()>("turn-ended", &[]);
+        }
+    }
+
+    pub fn apply_usage(&self, used: u64, size: u64) {
+        let imp = self.imp();
+        let _guard = self.freeze_notify();
+        if imp.usage_used.replace(used) != used {
+            self.notify_usage_used();
+        }
+        if imp.usage_size.replace(size) != size {
+            self.notify_usage_size();
+        }
     }
 
     /// The spec's "Shown as", with "restart to apply changes" when outdated.
     pub fn shown_as(&self) -> String {
-        use crate::core::supervisor::lifecycle::AgentState as S;
-        let state = match self.state().as_str() {
-            "starting" => S::Starting,
-            "ready" => S::Ready,
-            "busy" => S::Busy,
-            "error" => S::Error,
-            _ => S::Stopped,
-        };
-        let shown = state.shown_as();
-        if self.outdated() && state.is_running() {
+        let status = self.status();
+        let shown = status.shown_as();
+        if self.outdated() && status.is_running() {
             format!("{shown} · {}", crate::i18n::gettext("restart to apply changes"))
         } else {
             shown
@@ -94,6 +183,186 @@ impl AgentObject {
     }
 
     pub fn is_running(&self) -> bool {
-        matches!(self.state().as_str(), "starting" | "ready" | "busy")
+        self.status().is_running()
+    }
+
+    // ---- the conversation ----
+
+    /// The conversation's messages, loaded from `Conversation(agent)` the
+    /// first time (with its pending permission requests).
+    pub fn messages(&self) -> gio::ListStore {
+        let imp = self.imp();
+        if let Some(store) = imp.messages.borrow().as_ref() {
+            return store.clone();
+        }
+        let store = gio::ListStore::new::<MessageObject>();
+        if let Ok(conv) = self.core().conversation(&self.name()) {
+            let objects: Vec<MessageObject> = conv.messages.into_iter().map(MessageObject::new).collect();
+            store.splice(0, 0, &objects);
+            let permissions = self.permissions();
+            let objects: Vec<PermissionObject> =
+                conv.permissions.into_iter().map(PermissionObject::new).collect();
+            permissions.splice(0, permissions.n_items(), &objects);
+            self.update_waiting();
+        }
+        imp.messages.replace(Some(store.clone()));
+        store
+    }
+
+    /// The messages if they were ever loaded: events for a conversation
+    /// never shown are skipped, it is read whole when first shown.
+    pub fn loaded_messages(&self) -> Option<gio::ListStore> {
+        self.imp().messages.borrow().clone()
+    }
+
+    /// Tells the views that messages changed (once per frame).
+    pub fn conversation_changed(&self) {
+        self.emit_by_name::<()>("conversation-changed", &[]);
+    }
+
+    pub fn connect_conversation_changed<F: Fn(&Self) + 'static>(&self, f: F) -> glib::SignalHandlerId {
+        self.connect_local("conversation-changed", false, move |args| {
+            if let Some(o) = args.first().and_then(|a| a.get::<Self>().ok()) {
+                f(&o);
+            }
+            None
+        })
+    }
+
+    /// The slash commands the agent offers.
+    pub fn commands(&self) -> Vec<Command> {
+        self.core().chat.commands(&self.name())
+    }
+
+    // ---- permissions ----
+
+    /// The pending permission requests, oldest first.
+    pub fn permissions(&self) -> gio::ListStore {
+        self.imp()
+            .permissions
+            .get_or_init(gio::ListStore::new::<PermissionObject>)
+            .clone()
+    }
+
+    pub fn add_permission(&self, request: PermissionRequest) {
+        let object = PermissionObject::new(request);
+        self.permissions().append(&object);
+        self.update_waiting();
+        self.emit_by_name::<()>("permission-requested", &[&object]);
+    }
+
+    pub fn remove_permission(&self, id: &str) {
+        let list = self.permissions();
+        if let Some(i) = (0..list.n_items()).find(|&i| {
+            list.item(i)
+                .and_downcast::<PermissionObject>()
+                .is_some_and(|p| p.request().id == id)
+        }) {
+            list.remove(i);
+        }
+        self.update_waiting();
+    }
+
+    fn update_waiting(&self) {
+        let waiting = self.permissions().n_items() > 0;
+        if self.imp().waiting.replace(waiting) != waiting {
+            self.notify_waiting();
+        }
+    }
+
+    /// Another configuration was opened: the conversation is read again
+    /// when next shown.
+    pub fn forget_conversation(&self) {
+        let imp = self.imp();
+        if let Some(store) = imp.messages.take() {
+            store.remove_all();
+        }
+        self.permissions().remove_all();
+        self.update_waiting();
+        self.conversation_changed();
+    }
+
+    // ---- the log ----
+
+    /// The last lines of the agent's stderr, live.
+    pub fn logs(&self) -> gtk::StringList {
+        self.imp()
+            .logs
+            .get_or_init(|| {
+                let lines = self.core().supervisor.logs(&self.name()).unwrap_or_default();
+                let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+                self.imp().logs_fresh.set(true);
+                gtk::StringList::new(&refs)
+            })
+            .clone()
+    }
+
+    pub fn push_log(&self, line: &str) {
+        // Until someone looks, the supervisor keeps the lines.
+        let Some(logs) = self.imp().logs.get() else {
+            return;
+        };
+        let n = logs.n_items();
+        // The first event after the list was read may carry its last line.
+        if self.imp().logs_fresh.replace(false) && n > 0 && logs.string(n - 1).as_deref() == Some(line) {
+            return;
+        }
+        if n as usize >= crate::core::supervisor::LOG_LINES {
+            logs.remove(0);
+        }
+        logs.append(line);
+    }
+
+    // ---- acting ----
+
+    /// Sends `text`; on failure `done` gets the reason (and the text, to put
+    /// back: nothing is lost).
+    pub fn send(&self, text: String, done: impl FnOnce(Result<(), (String, String)>) + 'static) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(
+            async move { core.chat.send(&agent, &text).map(|_| ()).map_err(|e| (e, text)) },
+            done,
+        );
+    }
+
+    pub fn cancel(&self) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(async move { core.chat.cancel(&agent) }, |_| {});
+    }
+
+    pub fn answer_permission(
+        &self,
+        id: &str,
+        option_id: &str,
+        done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        let core = self.core().clone();
+        let (id, option_id) = (id.to_owned(), option_id.to_owned());
+        runtime::call(async move { core.chat.answer_permission(&id, &option_id) }, done);
+    }
+
+    pub fn lifecycle(&self, what: Lifecycle, done: impl FnOnce(Result<(), String>) + 'static) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(
+            async move {
+                match what {
+                    Lifecycle::Start => core.supervisor.start(&agent).await,
+                    Lifecycle::Stop => core.supervisor.stop(&agent).await,
+                    Lifecycle::Restart => core.supervisor.restart(&agent).await,
+                }
+            },
+            done,
+        );
+    }
+}
+
+/// Sets a string property's cell and notifies when it changed.
+fn set_string(o: &AgentObject, cell: &RefCell<String>, value: &str, property: &str) {
+    if *cell.borrow() != value {
+        cell.replace(value.to_owned());
+        o.notify(property);
     }
 }

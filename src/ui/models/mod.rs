@@ -1,10 +1,21 @@
-//! GObject models the widgets bind to; the bridge fills them.
+//! GObject models: they own the application's state and apply the core's
+//! events to themselves ([`AppModel::apply`]); widgets bind to them.
+//!
+//! - [`AppModel`]: the core and the agents, for every window.
+//! - [`AgentObject`]: one agent, with its conversation ([`MessageObject`]s,
+//!   shown as [`RowObject`]s), its [`PermissionObject`]s and its log.
 
 mod agent_object;
+mod agent_status;
+mod app_model;
 mod message_object;
+mod permission_object;
 mod row_object;
 pub mod segments;
 
 pub use agent_object::AgentObject;
+pub use agent_status::{AgentStatus, Lifecycle};
+pub use app_model::AppModel;
 pub use message_object::MessageObject;
+pub use permission_object::PermissionObject;
 pub use row_object::{RowKind, RowObject, Stamp};

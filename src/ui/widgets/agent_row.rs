@@ -113,7 +113,7 @@ impl AgentRow {
         imp.title.set_label(&title);
         let shown = agent.shown_as();
         imp.state.set_label(&shown);
-        let failed = agent.state() == "error";
+        let failed = agent.status() == crate::ui::models::AgentStatus::Error;
         if failed {
             imp.state.add_css_class("error");
         } else {

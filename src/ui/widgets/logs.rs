@@ -1,18 +1,17 @@
-//! Show Logs: the last 200 stderr lines of an agent, live.
+//! Show Logs: the last 200 stderr lines of an agent, live. The view follows
+//! the agent's log model (`AgentObject::logs`) as lines arrive; nothing
+//! polls.
 
 use adw::prelude::*;
 use gtk::glib;
 
 use crate::i18n::gettext_f;
-use crate::ui::window::ParleyWindow;
+use crate::ui::models::AgentObject;
 
-pub fn show(win: &ParleyWindow, agent: &str) {
-    let title = win
-        .agent(agent)
-        .map(|a| a.title())
-        .unwrap_or_else(|| agent.to_owned());
+pub fn show(parent: &impl IsA<gtk::Window>, agent: &AgentObject) {
+    let title = agent.title();
     let dialog = adw::Window::builder()
-        .transient_for(win)
+        .transient_for(parent)
         .default_width(720)
         .default_height(480)
         .title(gettext_f("Logs of {agent}", &[("agent", &title)]))
@@ -28,39 +27,26 @@ pub fn show(win: &ParleyWindow, agent: &str) {
     content.append(&adw::HeaderBar::new());
     content.append(&scroller);
     dialog.set_content(Some(&content));
-    let shown = std::rc::Rc::new(std::cell::Cell::new(usize::MAX));
-    let refresh = glib::clone!(
-        #[weak]
-        win,
+    let logs = agent.logs();
+    let fill = move |view: &gtk::TextView, logs: &gtk::StringList| {
+        let lines: Vec<String> = (0..logs.n_items())
+            .filter_map(|i| logs.string(i).map(|s| s.to_string()))
+            .collect();
+        view.buffer().set_text(&lines.join("\n"));
+        let end = view.buffer().end_iter();
+        view.buffer().place_cursor(&end);
+    };
+    fill(&view, &logs);
+    let handler = logs.connect_items_changed(glib::clone!(
         #[weak]
         view,
-        #[strong]
-        shown,
-        #[strong(rename_to = agent)]
-        agent.to_owned(),
-        #[upgrade_or]
-        glib::ControlFlow::Break,
-        move || {
-            let mut lines = win.logs(&agent);
-            if lines.is_empty() {
-                lines = win.core().supervisor.logs(&agent).unwrap_or_default();
-            }
-            let key = lines.len() ^ lines.last().map(|l| l.len() << 16).unwrap_or(0);
-            if key != shown.get() {
-                shown.set(key);
-                view.buffer().set_text(&lines.join("\n"));
-                let end = view.buffer().end_iter();
-                view.buffer().place_cursor(&end);
-            }
-            glib::ControlFlow::Continue
-        }
-    );
-    refresh();
-    let id = glib::timeout_add_local(std::time::Duration::from_millis(250), refresh);
-    let id = std::cell::RefCell::new(Some(id));
+        move |logs, _, _, _| fill(&view, logs)
+    ));
+    let logs_weak = logs.downgrade();
+    let handler = std::cell::RefCell::new(Some(handler));
     dialog.connect_destroy(move |_| {
-        if let Some(id) = id.take() {
-            id.remove();
+        if let (Some(logs), Some(id)) = (logs_weak.upgrade(), handler.take()) {
+            logs.disconnect(id);
         }
     });
     dialog.present();

@@ -1,11 +1,17 @@
 //! The window's widgets; each `x.rs` beside its `x.ui` template.
 
 pub mod agent_row;
+pub mod composer;
 pub mod config_editor;
+pub mod conversation_view;
 pub mod diff;
 pub mod logs;
 pub mod message_row;
+pub mod permission_banner;
 pub mod slash_completion;
 
 pub use agent_row::AgentRow;
+pub use composer::Composer;
+pub use conversation_view::ConversationView;
 pub use message_row::MessageRow;
+pub use permission_banner::PermissionBanner;

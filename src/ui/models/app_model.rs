@@ -1,0 +1,300 @@
+//! The application's state over one core: the agents (each with its own
+//! conversation, permissions and log), and the routing of the core's events
+//! to them. Every window of the application shows this one model; the
+//! bridge feeds it once per frame and never touches a widget.
+
+use std::cell::{OnceCell, RefCell};
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
+use gtk::glib::prelude::*;
+use gtk::glib::subclass::prelude::*;
+use gtk::glib::subclass::Signal;
+use gtk::prelude::*;
+use gtk::{gio, glib};
+
+use super::{AgentObject, MessageObject};
+use crate::core::events::Event;
+use crate::core::services::Core;
+
+mod imp {
+    use super::*;
+
+    #[derive(Default)]
+    pub struct AppModel {
+        pub core: OnceCell<Core>,
+        pub agents: OnceCell<gio::ListStore>,
+        /// The names in `agents`, in order (to see when the list changed).
+        pub names: RefCell<Vec<String>>,
+    }
+
+    #[glib::object_subclass]
+    impl ObjectSubclass for AppModel {
+        const NAME: &'static str = "ParleyAppModel";
+        type Type = super::AppModel;
+    }
+
+    impl ObjectImpl for AppModel {
+        fn signals() -> &'static [Signal] {
+            static SIGNALS: OnceLock<Vec<Signal>> = OnceLock::new();
+            SIGNALS.get_or_init(|| {
+                vec![
+                    // The configuration changed: whether it is valid, and
+                    // its first problem ("" when none).
+                    Signal::builder("config-changed")
+                        .param_types([bool::static_type(), String::static_type()])
+                        .build(),
+                    // A new agent object (for listeners of its signals).
+                    Signal::builder("agent-added")
+                        .param_types([AgentObject::static_type()])
+                        .build(),
+                ]
+            })
+        }
+    }
+}
+
+glib::wrapper! {
+    pub struct AppModel(ObjectSubclass<imp::AppModel>);
+}
+
+impl AppModel {
+    pub fn new(core: &Core) -> Self {
+        let o: Self = glib::Object::new();
+        let _ = o.imp().core.set(core.clone());
+        let _ = o.imp().agents.set(gio::ListStore::new::<AgentObject>());
+        o.refresh_agents();
+        o
+    }
+
+    pub fn core(&self) -> &Core {
+        self.imp()
+            .core
+            .get()
+            .unwrap_or_else(|| unreachable!("set in new()"))
+    }
+
+    /// The agents, in the configuration's order.
+    pub fn agents(&self) -> gio::ListStore {
+        self.imp()
+            .agents
+            .get()
+            .unwrap_or_else(|| unreachable!("set in new()"))
+            .clone()
+    }
+
+    pub fn agent(&self, name: &str) -> Option<AgentObject> {
+        let store = self.agents();
+        (0..store.n_items())
+            .filter_map(|i| store.item(i).and_downcast::<AgentObject>())
+            .find(|a| a.name() == name)
+    }
+
+    /// Re-reads `AgentService.List`, keeping the objects of agents that stay
+    /// (and so their conversations and the views bound to them).
+    pub fn refresh_agents(&self) {
+        let list = self.core().agent_list();
+        let names: Vec<String> = list.iter().map(|a| a.name.clone()).collect();
+        if *self.imp().names.borrow() == names {
+            for info in &list {
+                if let Some(a) = self.agent(&info.name) {
+                    a.update(info);
+                }
+            }
+            return;
+        }
+        let mut added = Vec::new();
+        let objects: Vec<AgentObject> = list
+            .iter()
+            .map(|info| match self.agent(&info.name) {
+                Some(a) => {
+                    a.update(info);
+                    a
+                }
+                None => {
+                    let a = AgentObject::new(info, self.core());
+                    added.push(a.clone());
+                    a
+                }
+            })
+            .collect();
+        self.imp().names.replace(names);
+        let store = self.agents();
+        store.splice(0, store.n_items(), &objects);
+        for a in added {
+            self.emit_by_name::<()>("agent-added", &[&a]);
+        }
+    }
+
+    /// Another configuration was opened: every conversation is read again
+    /// when next shown.
+    pub fn forget_conversations(&self) {
+        let store = self.agents();
+        for a in (0..store.n_items()).filter_map(|i| store.item(i).and_downcast::<AgentObject>()) {
+            a.forget_conversation();
+        }
+    }
+
+    pub fn connect_config_changed<F: Fn(&Self, bool, &str) + 'static>(&self, f: F) -> glib::SignalHandlerId {
+        self.connect_local("config-changed", false, move |args| {
+            let model = args.first().and_then(|a| a.get::<Self>().ok());
+            let valid = args.get(1).and_then(|a| a.get::<bool>().ok()).unwrap_or(true);
+            let problem = args
+                .get(2)
+                .and_then(|a| a.get::<String>().ok())
+                .unwrap_or_default();
+            if let Some(model) = model {
+                f(&model, valid, &problem);
+            }
+            None
+        })
+    }
+
+    pub fn connect_agent_added<F: Fn(&AgentObject) + 'static>(&self, f: F) -> glib::SignalHandlerId {
+        self.connect_local("agent-added", false, move |args| {
+            if let Some(a) = args.get(1).and_then(|a| a.get::<AgentObject>().ok()) {
+                f(&a);
+            }
+            None
+        })
+    }
+
+    /// Applies one frame's events to the models. Text deltas that arrive
+    /// within a frame redraw their message once, and each conversation that
+    /// changed says so once.
+    pub fn apply(&self, batch: Vec<Event>) {
+        let mut dirty: Vec<MessageObject> = Vec::new();
+        let mut dirty_ids: HashSet<String> = HashSet::new();
+        let mut changed: Vec<AgentObject> = Vec::new();
+        let mut last_delta: Option<(String, String, MessageObject)> = None;
+        let mut refresh_agents = false;
+        for event in batch {
+            match event {
+                Event::AgentState(s) => match self.agent(&s.agent) {
+                    Some(a) => a.apply_state(&s),
+                    None => refresh_agents = true,
+                },
+                Event::AgentLog(l) => {
+                    if let Some(a) = self.agent(&l.agent) {
+                        a.push_log(&l.line);
+                    }
+                }
+                Event::ConfigChanged(c) => {
+                    refresh_agents = true;
+                    let problem = c
+                        .problems
+                        .first()
+                        .map(|p| {
+                            crate::i18n::gettext_f(
+                                "line {line}: {message}",
+                                &[("line", &p.line.to_string()), ("message", &p.message)],
+                            )
+                        })
+                        .unwrap_or_default();
+                    self.emit_by_name::<()>("config-changed", &[&c.valid, &problem]);
+                }
+                Event::MessageUpdated(u) => {
+                    last_delta = None;
+                    let Some(a) = self.agent(&u.agent) else { continue };
+                    let Some(store) = a.loaded_messages() else {
+                        continue;
+                    };
+                    touched(&a, &mut changed);
+                    match find_message(&store, &u.message.id) {
+                        Some((i, m)) => {
+                            let was_queued = m.with(|old| old.queued).unwrap_or(false);
+                            if was_queued && !u.message.queued && u.message.error.is_none() {
+                                // Sent now: it moves after the answer it waited for.
+                                store.remove(i);
+                                store.append(&m);
+                            }
+                            m.replace(u.message);
+                            if dirty_ids.insert(m.id()) {
+                                dirty.push(m);
+                            }
+                        }
+                        None => store.append(&MessageObject::new(u.message)),
+                    }
+                }
+                Event::MessageDelta(d) => {
+                    // A stream is thousands of deltas in a row to one
+                    // message: the last one found is tried first.
+                    if let Some((agent, id, m)) = &last_delta {
+                        if *agent == d.agent && *id == d.message_id {
+                            m.apply_delta(d.index, d.kind, d.text.as_deref(), d.part.as_ref());
+                            continue;
+                        }
+                    }
+                    let Some(a) = self.agent(&d.agent) else { continue };
+                    let Some(store) = a.loaded_messages() else {
+                        continue;
+                    };
+                    touched(&a, &mut changed);
+                    if let Some((_, m)) = find_message(&store, &d.message_id) {
+                        m.apply_delta(d.index, d.kind, d.text.as_deref(), d.part.as_ref());
+                        if dirty_ids.insert(d.message_id.clone()) {
+                            dirty.push(m.clone());
+                        }
+                        last_delta = Some((d.agent, d.message_id, m));
+                    }
+                }
+                Event::TurnChanged(t) => {
+                    if let Some(a) = self.agent(&t.agent) {
+                        a.apply_turn(t.busy);
+                    }
+                }
+                Event::PermissionRequested(p) => {
+                    if let Some(a) = self.agent(&p.agent) {
+                        // Read the conversation first, so the request is
+                        // not counted twice when it is read later.
+                        a.messages();
+                        if !has_permission(&a, &p.id) {
+                            a.add_permission(p);
+                        }
+                    }
+                }
+                Event::PermissionResolved(p) => {
+                    if let Some(a) = self.agent(&p.agent) {
+                        a.remove_permission(&p.id);
+                    }
+                }
+                Event::UsageChanged(u) => {
+                    if let Some(a) = self.agent(&u.agent) {
+                        a.apply_usage(u.usage.used, u.usage.size);
+                    }
+                }
+            }
+        }
+        for m in dirty {
+            m.changed();
+        }
+        if refresh_agents {
+            self.refresh_agents();
+        }
+        for a in changed {
+            a.conversation_changed();
+        }
+    }
+}
+
+fn touched(a: &AgentObject, changed: &mut Vec<AgentObject>) {
+    if !changed.contains(a) {
+        changed.push(a.clone());
+    }
+}
+
+fn has_permission(a: &AgentObject, id: &str) -> bool {
+    let list = a.permissions();
+    (0..list.n_items()).any(|i| {
+        list.item(i)
+            .and_downcast::<super::PermissionObject>()
+            .is_some_and(|p| p.request().id == id)
+    })
+}
+
+fn find_message(store: &gio::ListStore, id: &str) -> Option<(u32, MessageObject)> {
+    (0..store.n_items())
+        .rev()
+        .filter_map(|i| store.item(i).and_downcast::<MessageObject>().map(|m| (i, m)))
+        .find(|(_, m)| m.id() == id)
+}

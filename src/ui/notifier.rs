@@ -1,0 +1,149 @@
+//! Notifications: a listener of the agents' signals (`failed`,
+//! `turn-ended`, `permission-requested`) that tells the configured channels
+//! (desktop notifications, commands).
+
+use gtk::glib::prelude::*;
+use gtk::prelude::*;
+use gtk::{gio, glib};
+
+use crate::core::config::model::ChannelKind;
+use crate::core::events::PermissionRequest;
+use crate::core::services::Core;
+use crate::ui::models::{AgentObject, AppModel, PermissionObject};
+use crate::ui::runtime;
+
+/// Listens to every agent of `model`, present and future.
+pub fn attach(model: &AppModel, app: &impl IsA<gtk::Application>) {
+    let app = app.upcast_ref::<gtk::Application>().downgrade();
+    let store = model.agents();
+    let core = model.core().clone();
+    for agent in (0..store.n_items()).filter_map(|i| store.item(i).and_downcast::<AgentObject>()) {
+        listen(&agent, &app, &core);
+    }
+    model.connect_agent_added(move |agent| listen(agent, &app, &core));
+}
+
+fn listen(agent: &AgentObject, app: &glib::WeakRef<gtk::Application>, core: &Core) {
+    let (a, c) = (app.clone(), core.clone());
+    agent.connect_local("failed", false, move |args| {
+        let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+        let reason = args
+            .get(1)
+            .and_then(|v| v.get::<String>().ok())
+            .unwrap_or_default();
+        notify(
+            &a.upgrade()?,
+            &c,
+            "agent-error",
+            &agent.name(),
+            &agent.title(),
+            &reason,
+            None,
+        );
+        None
+    });
+    let (a, c) = (app.clone(), core.clone());
+    agent.connect_local("turn-ended", false, move |args| {
+        let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+        let body = crate::i18n::gettext("The answer is complete.");
+        notify(
+            &a.upgrade()?,
+            &c,
+            "turn-ended",
+            &agent.name(),
+            &agent.title(),
+            &body,
+            None,
+        );
+        None
+    });
+    let (a, c) = (app.clone(), core.clone());
+    agent.connect_local("permission-requested", false, move |args| {
+        let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+        let p = args.get(1).and_then(|v| v.get::<PermissionObject>().ok())?;
+        let request = p.request();
+        notify(
+            &a.upgrade()?,
+            &c,
+            "permission-requested",
+            &agent.name(),
+            &agent.title(),
+            &request.tool_call.title,
+            Some(request),
+        );
+        None
+    });
+}
+
+/// Tells the configured notification channels about an event. Desktop
+/// notifications only while no window of Parley's is focused.
+fn notify(
+    app: &gtk::Application,
+    core: &Core,
+    event: &str,
+    agent: &str,
+    title: &str,
+    body: &str,
+    permission: Option<&PermissionRequest>,
+) {
+    let current = core.current();
+    for channel in &current.channels {
+        if !channel.events.iter().any(|e| e == event) {
+            continue;
+        }
+        if let Some(agents) = &channel.agents {
+            if !agents.iter().any(|a| a == agent) {
+                continue;
+            }
+        }
+        match channel.kind {
+            ChannelKind::Desktop => {
+                if app.active_window().is_some_and(|w| w.is_active()) {
+                    continue;
+                }
+                // Agent text, shown as the window shows it: no control or
+                // bidi character reaches the notification raw.
+                let n = gio::Notification::new(&crate::ui::markdown::visible(title));
+                n.set_body(Some(&crate::ui::markdown::visible(body)));
+                n.set_default_action_and_target_value("app.show-agent", Some(&agent.to_variant()));
+                if let Some(p) = permission {
+                    for o in &p.options {
+                        n.add_button_with_target_value(
+                            &crate::ui::markdown::visible(&o.name),
+                            "app.answer-permission",
+                            Some(&(p.id.clone(), o.option_id.clone()).to_variant()),
+                        );
+                    }
+                }
+                app.send_notification(Some(&format!("{agent}-{event}")), &n);
+            }
+            ChannelKind::Command => {
+                let Some(command) = channel.command.clone() else {
+                    continue;
+                };
+                let args = channel.args.clone();
+                let payload =
+                    serde_json::json!({"event": event, "agent": agent, "title": title, "body": body,
+                    "permission": permission})
+                    .to_string();
+                runtime::runtime().spawn(async move {
+                    use tokio::io::AsyncWriteExt;
+                    let child = tokio::process::Command::new(&command)
+                        .args(&args)
+                        .stdin(std::process::Stdio::piped())
+                        .stdout(std::process::Stdio::null())
+                        .spawn();
+                    match child {
+                        Ok(mut child) => {
+                            if let Some(mut stdin) = child.stdin.take() {
+                                let _ = stdin.write_all(payload.as_bytes()).await;
+                            }
+                            let _ = child.wait().await;
+                        }
+                        Err(e) => tracing::warn!("notification channel {command}: {e}"),
+                    }
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! The colour scheme: a listener of configuration changes that applies
+//! `theme` (system, light, dark) to libadwaita's style manager.
+
+use crate::core::config::model::Theme;
+use crate::ui::models::AppModel;
+
+/// Applies the configured theme now and whenever the configuration changes.
+pub fn attach(model: &AppModel) {
+    apply(model.core().current().theme);
+    model.connect_config_changed(|model, _, _| apply(model.core().current().theme));
+}
+
+pub fn apply(theme: Theme) {
+    let scheme = match theme {
+        Theme::System => adw::ColorScheme::Default,
+        Theme::Light => adw::ColorScheme::ForceLight,
+        Theme::Dark => adw::ColorScheme::ForceDark,
+    };
+    adw::StyleManager::default().set_color_scheme(scheme);
+}

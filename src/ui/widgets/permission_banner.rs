@@ -1,0 +1,176 @@
+//! The banner above the conversation that asks the user about the selected
+//! agent's oldest pending permission request. It binds to the agent's
+//! permission list; answering goes through the agent object, and an error
+//! becomes a toast through the `win.toast` action.
+
+use std::cell::RefCell;
+
+use gtk::glib;
+use gtk::prelude::*;
+use gtk::subclass::prelude::*;
+
+use crate::i18n::gettext_f;
+use crate::ui::models::{AgentObject, PermissionObject};
+
+mod imp {
+    use super::*;
+
+    #[derive(Default, gtk::CompositeTemplate, glib::Properties)]
+    #[template(file = "permission_banner.ui")]
+    #[properties(wrapper_type = super::PermissionBanner)]
+    pub struct PermissionBanner {
+        #[template_child]
+        pub revealer: TemplateChild<gtk::Revealer>,
+        #[template_child]
+        pub label: TemplateChild<gtk::Label>,
+        #[template_child]
+        pub buttons: TemplateChild<gtk::FlowBox>,
+        /// The agent whose requests are shown.
+        #[property(get, set = Self::set_agent, nullable)]
+        pub agent: RefCell<Option<AgentObject>>,
+        pub handler: RefCell<Option<(gtk::gio::ListStore, glib::SignalHandlerId)>>,
+    }
+
+    impl PermissionBanner {
+        fn set_agent(&self, agent: Option<AgentObject>) {
+            if let Some((list, id)) = self.handler.take() {
+                list.disconnect(id);
+            }
+            if let Some(a) = &agent {
+                let list = a.permissions();
+                let id = list.connect_items_changed(glib::clone!(
+                    #[weak(rename_to = banner)]
+                    self.obj(),
+                    move |_, _, _, _| banner.update()
+                ));
+                self.handler.replace(Some((list, id)));
+            }
+            self.agent.replace(agent);
+            self.obj().update();
+        }
+    }
+
+    #[glib::object_subclass]
+    impl ObjectSubclass for PermissionBanner {
+        const NAME: &'static str = "ParleyPermissionBanner";
+        type Type = super::PermissionBanner;
+        type ParentType = gtk::Box;
+
+        fn class_init(klass: &mut Self::Class) {
+            klass.bind_template();
+        }
+
+        fn instance_init(obj: &glib::subclass::InitializingObject<Self>) {
+            obj.init_template();
+        }
+    }
+
+    #[glib::derived_properties]
+    impl ObjectImpl for PermissionBanner {}
+    impl WidgetImpl for PermissionBanner {}
+    impl BoxImpl for PermissionBanner {}
+}
+
+glib::wrapper! {
+    pub struct PermissionBanner(ObjectSubclass<imp::PermissionBanner>)
+        @extends gtk::Box, gtk::Widget,
+        @implements gtk::Buildable, gtk::ConstraintTarget, gtk::Orientable;
+}
+
+impl PermissionBanner {
+    /// The request shown, if any.
+    pub fn request(&self) -> Option<PermissionObject> {
+        self.agent()?.permissions().item(0).and_downcast()
+    }
+
+    pub fn is_shown(&self) -> bool {
+        self.imp().revealer.reveals_child()
+    }
+
+    pub fn is_revealed(&self) -> bool {
+        self.imp().revealer.is_child_revealed()
+    }
+
+    /// The text the banner shows (for tests and announcements).
+    pub fn text(&self) -> String {
+        self.imp().label.text().to_string()
+    }
+
+    /// The option buttons, in order.
+    pub fn option_buttons(&self) -> Vec<gtk::Button> {
+        let mut out = Vec::new();
+        let mut child = self.imp().buttons.first_child();
+        while let Some(c) = child {
+            if let Some(b) = c.first_child().and_downcast::<gtk::Button>() {
+                out.push(b);
+            }
+            child = c.next_sibling();
+        }
+        out
+    }
+
+    fn update(&self) {
+        let imp = self.imp();
+        while let Some(child) = imp.buttons.first_child() {
+            imp.buttons.remove(&child);
+        }
+        let Some(object) = self.request() else {
+            imp.revealer.set_reveal_child(false);
+            return;
+        };
+        let request = object.request();
+        let mut text = gettext_f(
+            "<b>The agent asks to run a tool:</b> {title}",
+            // The agent's text: control and bidi characters shown, not
+            // obeyed (a NUL would also panic on its way into GTK).
+            &[("title", &crate::ui::markdown::escape(&request.tool_call.title))],
+        );
+        if request.rejections > 0 {
+            text.push_str(&glib::markup_escape_text(&format!(
+                " ({})",
+                gettext_f(
+                    "refused {n} time(s) in this turn",
+                    &[("n", &request.rejections.to_string())]
+                )
+            )));
+        }
+        imp.label.set_markup(&text);
+        for option in &request.options {
+            let button = gtk::Button::with_label(&crate::ui::markdown::visible(&option.name));
+            if option.kind.starts_with("allow") {
+                button.add_css_class("suggested-action");
+            } else {
+                button.add_css_class("destructive-action");
+            }
+            let (id, option_id) = (request.id.clone(), option.option_id.clone());
+            button.connect_clicked(glib::clone!(
+                #[weak(rename_to = banner)]
+                self,
+                move |_| banner.answer(&id, &option_id)
+            ));
+            imp.buttons.append(&button);
+            // The button takes the focus, not the flow box's child around it.
+            if let Some(child) = button.parent() {
+                child.set_focusable(false);
+            }
+        }
+        imp.revealer.set_reveal_child(true);
+    }
+
+    fn answer(&self, id: &str, option_id: &str) {
+        let Some(agent) = self.agent() else { return };
+        agent.answer_permission(
+            id,
+            option_id,
+            glib::clone!(
+                #[weak(rename_to = banner)]
+                self,
+                move |r: Result<(), String>| {
+                    if let Err(e) = r {
+                        let _ = banner.activate_action("win.toast", Some(&e.to_variant()));
+                    }
+                }
+            ),
+        );
+    }
+}
