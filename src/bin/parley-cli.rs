@@ -49,6 +49,7 @@ impl Out {
 }
 
 fn main() -> ExitCode {
+    parley::core::supervisor::guardian::run_if_asked();
     parley::demo_agent::run_if_asked();
     parley::logging::init();
     parley::i18n::init(parley::i18n::LOCALEDIR);

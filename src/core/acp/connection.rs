@@ -28,9 +28,8 @@ pub const INTERNAL_ERROR: i64 = -32603;
 /// agent that stops reading its input must not pile up Parley's memory. Room
 /// for two of the largest file reads (32 MiB each).
 pub const OUTBOUND_CAP: usize = 64 << 20;
-/// How long lines for the agent may stay piled up past half of
-/// [`OUTBOUND_CAP`], with the agent reading nothing, before the connection
-/// is ended as lost.
+/// How long the agent may read nothing while more than half of
+/// [`OUTBOUND_CAP`] waits for it, before the connection is ended as lost.
 pub const OUTBOUND_STALL: Duration = Duration::from_secs(10);
 
 /// An error answer, or the end of the connection.
@@ -162,11 +161,9 @@ struct Inner {
     next_id: AtomicI64,
     pending: Pending,
     out: mpsc::UnboundedSender<Outgoing>,
-    /// Bytes of lines queued and not yet written.
-    queued: AtomicUsize,
-    /// Since when more than half the cap has been waiting; cleared when the
-    /// backlog is under half the cap again.
-    pressure_since: Mutex<Option<Instant>>,
+    /// Bytes of lines queued and not yet written (shared with the writer,
+    /// which must not hold `Inner`: its sender would keep it alive).
+    queued: Arc<AtomicUsize>,
     /// For the agent's log.
     handler: Arc<dyn Handler>,
     /// `Some(reason)` once the connection has ended.
@@ -176,11 +173,12 @@ struct Inner {
 impl Inner {
     fn send(&self, line: String) -> bool {
         let len = line.len() + 1;
-        let before = self.queued.fetch_add(len, Ordering::Relaxed);
-        if before + len > OUTBOUND_CAP / 2 {
-            lock(&self.pressure_since).get_or_insert_with(Instant::now);
+        self.queued.fetch_add(len, Ordering::Relaxed);
+        let sent = self.out.send(Outgoing::Line(line)).is_ok();
+        if !sent {
+            self.queued.fetch_sub(len, Ordering::Relaxed);
         }
-        self.out.send(Outgoing::Line(line)).is_ok()
+        sent
     }
 
     /// Records the end of the connection (the first reason stays) and fails
@@ -217,12 +215,17 @@ impl Connection {
             next_id: AtomicI64::new(0),
             pending: Mutex::new(HashMap::new()),
             out: out_tx,
-            queued: AtomicUsize::new(0),
-            pressure_since: Mutex::new(None),
+            queued: Arc::new(AtomicUsize::new(0)),
             handler: handler.clone(),
             closed,
         });
-        tokio::spawn(write_loop(writer, out_rx, inner.clone(), handler.clone()));
+        tokio::spawn(write_loop(
+            writer,
+            out_rx,
+            inner.queued.clone(),
+            Arc::downgrade(&inner),
+            handler.clone(),
+        ));
         tokio::spawn(read_loop(reader, inner.clone(), handler, max_line));
         Connection { inner }
     }
@@ -296,10 +299,14 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Writes the queued lines in order. It holds no strong `Inner` (whose
+/// sender would keep the channel open for good): it ends when every sender
+/// is gone, on `Close`, or when the agent stops reading.
 async fn write_loop<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    inner: Arc<Inner>,
+    queued: Arc<AtomicUsize>,
+    inner: std::sync::Weak<Inner>,
     handler: Arc<dyn Handler>,
 ) {
     while let Some(msg) = rx.recv().await {
@@ -307,36 +314,24 @@ async fn write_loop<W: AsyncWrite + Unpin>(
             Outgoing::Line(mut line) => {
                 line.push('\n');
                 let len = line.len();
-                let write = async {
-                    writer.write_all(line.as_bytes()).await?;
-                    writer.flush().await
-                };
-                tokio::pin!(write);
-                // While the agent does not read, check now and then whether
-                // its backlog has been too large for too long.
-                let written = loop {
-                    match tokio::time::timeout(Duration::from_secs(1), &mut write).await {
-                        Ok(r) => break r.is_ok(),
-                        Err(_) => {
-                            let since = *lock(&inner.pressure_since);
-                            if since.is_some_and(|t| t.elapsed() >= OUTBOUND_STALL) {
-                                let reason = format!(
-                                    "the agent stopped reading its input: {} MiB of Parley's \
-                                     answers waited for over {} s; the connection was closed",
-                                    inner.queued.load(Ordering::Relaxed) >> 20,
-                                    OUTBOUND_STALL.as_secs()
-                                );
-                                inner.end(&reason);
-                                handler.closed(Some(reason));
-                                return;
-                            }
+                let written = match write_watched(&mut writer, line.as_bytes(), &queued).await {
+                    Ok(written) => written,
+                    Err(Stalled) => {
+                        let reason = format!(
+                            "the agent stopped reading its input: {} MiB of Parley's answers \
+                             waited while it read nothing for {} s; the connection was closed",
+                            queued.load(Ordering::Relaxed) >> 20,
+                            OUTBOUND_STALL.as_secs()
+                        );
+                        // The supervisor hears it first (as in `read_loop`).
+                        handler.closed(Some(reason.clone()));
+                        if let Some(inner) = inner.upgrade() {
+                            inner.end(&reason);
                         }
+                        return;
                     }
                 };
-                let left = inner.queued.fetch_sub(len, Ordering::Relaxed).saturating_sub(len);
-                if left <= OUTBOUND_CAP / 2 {
-                    *lock(&inner.pressure_since) = None;
-                }
+                queued.fetch_sub(len, Ordering::Relaxed);
                 if !written {
                     break;
                 }
@@ -346,6 +341,37 @@ async fn write_loop<W: AsyncWrite + Unpin>(
     }
     let _ = writer.shutdown().await;
     // Dropping the writer closes the pipe: the agent sees end of input.
+}
+
+/// The agent read nothing for [`OUTBOUND_STALL`] with a large backlog.
+struct Stalled;
+
+/// Writes `bytes`, watching progress: `Ok(true)` when written, `Ok(false)`
+/// when the pipe failed, `Err(Stalled)` when the agent took nothing for
+/// [`OUTBOUND_STALL`] while more than half of [`OUTBOUND_CAP`] waited.
+async fn write_watched<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    bytes: &[u8],
+    queued: &AtomicUsize,
+) -> Result<bool, Stalled> {
+    let mut at = 0;
+    let mut progress = Instant::now();
+    while at < bytes.len() {
+        match tokio::time::timeout(Duration::from_secs(1), writer.write(&bytes[at..])).await {
+            Ok(Ok(0)) | Ok(Err(_)) => return Ok(false),
+            Ok(Ok(n)) => {
+                at += n;
+                progress = Instant::now();
+            }
+            Err(_) => {
+                let large = queued.load(Ordering::Relaxed) > OUTBOUND_CAP / 2;
+                if large && progress.elapsed() >= OUTBOUND_STALL {
+                    return Err(Stalled);
+                }
+            }
+        }
+    }
+    Ok(writer.flush().await.is_ok())
 }
 
 async fn read_loop<R: AsyncBufRead + Unpin>(
@@ -631,6 +657,31 @@ mod tests {
             self.0.lock().unwrap_or_else(|e| e.into_inner()).push(line);
         }
         fn closed(&self, _: Option<String>) {}
+    }
+
+    /// When the agent's output has ended and the connection is dropped
+    /// (an agent that exited on its own), the writer ends too and the
+    /// agent's input is closed: nothing keeps the pipe, the handler or the
+    /// task alive. (Before, the writer held the sender it waited on.)
+    #[tokio::test]
+    async fn the_writer_ends_once_the_connection_is_dropped() {
+        let (agent_side, our_in) = tokio::io::duplex(4096);
+        let (our_out, agent_in) = tokio::io::duplex(4096);
+        let handler = Arc::new(Logged::default());
+        let conn = Connection::start(BufReader::new(our_in), our_out, handler.clone(), 1 << 20);
+        conn.notify("session/cancel", json!({}));
+        let mut agent_lines = BufReader::new(agent_in).lines();
+        assert!(agent_lines.next_line().await.expect("read").is_some());
+        drop(agent_side);
+        let _ = conn.wait_closed().await;
+        drop(conn);
+        let end = tokio::time::timeout(Duration::from_secs(2), agent_lines.next_line()).await;
+        assert!(
+            matches!(end, Ok(Ok(None))),
+            "the agent's input is closed: {end:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(Arc::strong_count(&handler), 1, "nothing holds the handler");
     }
 
     #[tokio::test]

@@ -3,8 +3,11 @@
 //! pair, which an agent that cuts its text into chunks by UTF-16 units
 //! sends), bytes that are not UTF-8, and a byte-order mark before the value.
 //! Dropping the line would drop the whole chunk; mending it keeps the text,
-//! with U+FFFD where a character could not be read. Only lines that failed
-//! to decode come here, so the hot path never pays for it.
+//! with U+FFFD where a character could not be read. Lines taken by the two
+//! fast paths (text chunks, session updates) never come here; the others
+//! (requests, answers, updates the fast paths refuse) pay one scan without
+//! allocation (`suspect`), and a copy only when there may be something to
+//! mend (valid escaped pairs included, which are rare).
 
 /// The line with each lone surrogate escape written as `\uFFFD`, invalid
 /// UTF-8 replaced by U+FFFD and a leading byte-order mark dropped; `None`

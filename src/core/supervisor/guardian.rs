@@ -12,18 +12,81 @@
 //! pipe only Parley holds reaches end of file, and the guardian kills the
 //! agent's group and everything beneath it at once.
 //!
-//! Why not a helper program: Parley's core also runs inside test binaries
-//! and `parley-cli`, with no guaranteed helper beside them. So the guardian
-//! is the forked child that never execs, and everything it does between the
-//! fork and its `_exit` must be async-signal-safe: raw system calls on stack
-//! buffers, no allocation, no lock, no panic path.
+//! After forking the agent, the guardian execs one of Parley's own programs
+//! with `--agent-guardian` ([`helper`], found before the fork), so that it
+//! does not keep a copy-on-write image of Parley's memory for as long as the
+//! agent runs. Where there is none (a test binary with no program beside
+//! it), it goes on in the forked child. Either way everything it does
+//! between the fork and the exec (or its `_exit`) must be async-signal-safe:
+//! raw system calls on stack buffers, no allocation, no lock, no panic path.
 //!
 //! The status pipe tells Parley the agent's pid (4 bytes, at once) and then
 //! its raw wait status (4 bytes, when it exits), so Parley learns of the exit
 //! at once even while the guardian still waits out the grace period.
 
+use std::ffi::{CStr, CString};
 use std::io;
 use std::os::fd::RawFd;
+use std::sync::OnceLock;
+
+/// The flag that makes Parley's programs run as a guardian.
+pub const FLAG: &str = "--agent-guardian";
+
+/// A program of Parley's that runs the guardian when given [`FLAG`]: the
+/// bundled demo agent beside Parley's program (the smallest), `parley-cli`
+/// or `parley`, or the running program itself when it is one of those.
+pub fn helper() -> Option<&'static CStr> {
+    static HELPER: OnceLock<Option<CString>> = OnceLock::new();
+    HELPER
+        .get_or_init(|| {
+            use std::os::unix::ffi::OsStrExt;
+            let beside = super::launch::own_program_dir()
+                .map(|dir| ["parley-demo-agent", "parley-cli", "parley"].map(|name| dir.join(name)));
+            let own = std::env::current_exe().ok().filter(|exe| {
+                exe.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| ["parley", "parley-cli", "parley-demo-agent"].contains(&n))
+            });
+            beside
+                .into_iter()
+                .flatten()
+                .chain(own)
+                .find(|p| super::process::is_executable(p))
+                .and_then(|p| CString::new(p.as_os_str().as_bytes()).ok())
+        })
+        .as_deref()
+}
+
+/// Runs the guardian when the program was started as one (`FLAG AGENT
+/// LIFELINE STATUS GRACE_MS`, by [`split`]); otherwise returns at once.
+/// Call it first thing in `main`.
+pub fn run_if_asked() {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() != Some(FLAG) {
+        return;
+    }
+    let numbers: Vec<i64> = args.filter_map(|a| a.parse().ok()).collect();
+    let &[agent, lifeline, status, grace_ms] = numbers.as_slice() else {
+        eprintln!("{FLAG} AGENT LIFELINE STATUS GRACE_MS");
+        std::process::exit(2);
+    };
+    let (Ok(agent), Ok(lifeline), Ok(status)) = (
+        libc::pid_t::try_from(agent),
+        RawFd::try_from(lifeline),
+        RawFd::try_from(status),
+    ) else {
+        std::process::exit(2);
+    };
+    let plan = Plan {
+        lifeline,
+        status,
+        grace_ms: u64::try_from(grace_ms).unwrap_or(0),
+        helper: None,
+    };
+    // SAFETY: a fresh process whose parent (the forked guardian) made
+    // `agent` its child and left it the two descriptors.
+    unsafe { guard(agent, plan) }
+}
 
 /// What the guardian needs, captured by the `pre_exec` closure (plain values:
 /// nothing may be allocated after the fork).
@@ -35,10 +98,13 @@ pub struct Plan {
     pub status: RawFd,
     /// How long what the agent left gets after SIGTERM before SIGKILL.
     pub grace_ms: u64,
+    /// The program to exec as the guardian ([`helper`]).
+    pub helper: Option<&'static CStr>,
 }
 
 /// Runs in Parley's forked child before exec. Returns `Ok` in the agent,
-/// which std then execs; in the guardian it never returns.
+/// which std then execs; in the guardian it never returns (it execs the
+/// helper, or guards in place).
 ///
 /// # Safety
 /// Only to be called between fork and exec (from `pre_exec`).
@@ -69,12 +135,66 @@ pub unsafe fn split(plan: Plan) -> io::Result<()> {
                 return Err(io::Error::last_os_error());
             }
             if libc::getppid() != guardian {
-                return Err(io::Error::other("the guardian ended before the agent started"));
+                // The guardian is gone already (no allocation here: errno only).
+                return Err(io::Error::from_raw_os_error(libc::ESRCH));
             }
             return Ok(());
         }
+        if let Some(helper) = plan.helper {
+            exec_helper(helper, agent, plan);
+        }
         guard(agent, plan)
     }
+}
+
+/// Execs `helper` as the guardian of `agent`, keeping exactly the two pipes;
+/// returns only if the exec failed (the caller then guards in place).
+unsafe fn exec_helper(helper: &CStr, agent: libc::pid_t, plan: Plan) {
+    unsafe {
+        close_all_but(plan.lifeline, plan.status);
+        for fd in [plan.lifeline, plan.status] {
+            libc::fcntl(fd, libc::F_SETFD, 0);
+        }
+        let mut numbers = [[0u8; 24]; 4];
+        let values = [
+            i64::from(agent),
+            i64::from(plan.lifeline),
+            i64::from(plan.status),
+            i64::try_from(plan.grace_ms).unwrap_or(i64::MAX),
+        ];
+        for (buf, value) in numbers.iter_mut().zip(values) {
+            write_number(buf, value);
+        }
+        let argv: [*const libc::c_char; 7] = [
+            helper.as_ptr(),
+            c"--agent-guardian".as_ptr(),
+            numbers[0].as_ptr().cast(),
+            numbers[1].as_ptr().cast(),
+            numbers[2].as_ptr().cast(),
+            numbers[3].as_ptr().cast(),
+            std::ptr::null(),
+        ];
+        libc::execv(helper.as_ptr(), argv.as_ptr());
+    }
+}
+
+/// Writes `value` (not negative) as NUL-terminated decimal digits.
+fn write_number(buf: &mut [u8; 24], value: i64) {
+    let mut digits = [0u8; 20];
+    let mut n = 0;
+    let mut v = value.max(0);
+    loop {
+        digits[n] = b'0' + (v % 10) as u8;
+        n += 1;
+        v /= 10;
+        if v == 0 || n == digits.len() {
+            break;
+        }
+    }
+    for (i, d) in digits[..n].iter().rev().enumerate() {
+        buf[i] = *d;
+    }
+    buf[n] = 0;
 }
 
 unsafe fn guard(agent: libc::pid_t, plan: Plan) -> ! {
@@ -86,8 +206,10 @@ unsafe fn guard(agent: libc::pid_t, plan: Plan) -> ! {
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         // Parley's own handlers (tokio's) would write to descriptors closed
         // below: the guardian takes the default actions.
-        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
-            libc::signal(signal, libc::SIG_DFL);
+        for signal in 1..=64 {
+            if ![libc::SIGPIPE, libc::SIGCHLD, libc::SIGKILL, libc::SIGSTOP].contains(&signal) {
+                libc::signal(signal, libc::SIG_DFL);
+            }
         }
         // A handler of its own, so that ppoll returns when a child ends (the
         // default action of SIGCHLD would not interrupt it).
@@ -158,13 +280,14 @@ unsafe fn lifeline_ended(fd: RawFd, ms: i64) -> bool {
 unsafe fn end_everything(agent: libc::pid_t, plan: Plan, mut killing: bool) {
     unsafe {
         let start = now_ms();
+        let grace = i64::try_from(plan.grace_ms).unwrap_or(i64::MAX);
         // Each pid gets SIGTERM once; the list is bounded, SIGKILL is not.
         let mut termed = [0 as libc::pid_t; 256];
         let mut n_termed = 0;
         let me = libc::getpid();
         libc::kill(-agent, if killing { libc::SIGKILL } else { libc::SIGTERM });
         loop {
-            if !killing && (now_ms() - start >= plan.grace_ms as i64 || lifeline_gone_now(plan.lifeline)) {
+            if !killing && (now_ms().saturating_sub(start) >= grace || lifeline_gone_now(plan.lifeline)) {
                 killing = true;
                 libc::kill(-agent, libc::SIGKILL);
             }
@@ -194,9 +317,15 @@ unsafe fn end_everything(agent: libc::pid_t, plan: Plan, mut killing: bool) {
                 }
                 break;
             }
+            // Each round reads all of /proc: often at first, then rarely
+            // (a process stuck in the kernel may take long to go).
             let pause = libc::timespec {
                 tv_sec: 0,
-                tv_nsec: 20_000_000,
+                tv_nsec: if now_ms().saturating_sub(start) < 5000 {
+                    20_000_000
+                } else {
+                    250_000_000
+                },
             };
             libc::nanosleep(&pause, std::ptr::null_mut());
         }

@@ -6,7 +6,7 @@
 //! await; long work (spawning, the handshake, the stop sequence) runs outside
 //! it and re-checks the table by generation when it is done.
 
-mod guardian;
+pub mod guardian;
 pub mod launch;
 pub mod lifecycle;
 pub mod process;

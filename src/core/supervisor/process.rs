@@ -96,6 +96,8 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
         lifeline: lifeline_r.as_raw_fd(),
         status: status_w.as_raw_fd(),
         grace_ms: u64::try_from(spec.grace.as_millis()).unwrap_or(u64::MAX),
+        // Found here: nothing may be looked up after the fork.
+        helper: guardian::helper(),
     };
     // The guardian gets a group of its own (so no signal for the agent's
     // group or Parley's reaches it); the agent makes its own in `split`.
