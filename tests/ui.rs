@@ -582,8 +582,9 @@ fn a_misleading_link_shows_its_real_target(app: &adw::Application) -> Result<(),
 fn settings_editor_shows_problems(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     WidgetExt::activate_action(&f.win, "win.edit-config", None).map_err(|e| e.to_string())?;
-    let (window, buffer, save, problems) =
-        parley::ui::widgets::config_editor::open_editor().ok_or("the editor did not open")?;
+    let editor = f.win.config_editor().ok_or("the editor did not open")?;
+    let window = editor.window();
+    let (buffer, save, problems) = editor.parts();
     spin_until("the editor", Duration::from_secs(5), || window.is_mapped())?;
     spin_until("a valid file", Duration::from_secs(5), || save.is_sensitive())?;
     let mut end = buffer.end_iter();

@@ -244,7 +244,7 @@ fn setup_actions(app: &adw::Application) {
     });
     add_action(app, "preferences", None, |app, _| {
         if let Some(w) = window(app) {
-            crate::ui::preferences::show(&w);
+            crate::ui::preferences::show(w.upcast_ref(), w.core());
         }
     });
     add_action(app, "open-config", None, |app, _| {

@@ -5,14 +5,15 @@ use adw::prelude::*;
 use gtk::glib;
 
 use crate::core::config::model::Theme;
+use crate::core::services::Core;
 use crate::i18n::gettext;
 use crate::ui::runtime;
-use crate::ui::window::ParleyWindow;
 
-pub fn show(win: &ParleyWindow) {
-    let current = win.core().current();
+/// Shows Preferences over `parent`, whose `win.toast` action shows errors.
+pub fn show(parent: &gtk::Window, core: &Core) {
+    let current = core.current();
     let prefs = adw::PreferencesWindow::builder()
-        .transient_for(win)
+        .transient_for(parent)
         .search_enabled(false)
         .build();
     let page = adw::PreferencesPage::new();
@@ -49,7 +50,9 @@ pub fn show(win: &ParleyWindow) {
 
     theme_row.connect_selected_notify(glib::clone!(
         #[weak]
-        win,
+        parent,
+        #[strong]
+        core,
         move |row| {
             let theme = match row.selected() {
                 1 => Theme::Light,
@@ -58,14 +61,17 @@ pub fn show(win: &ParleyWindow) {
             };
             crate::ui::theme::apply(theme);
             let value = serde_json::to_value(theme).unwrap_or_default();
-            set(&win, "theme", value);
+            set(&parent, &core, "theme", value);
         }
     ));
     lang_row.connect_apply(glib::clone!(
         #[weak]
-        win,
+        parent,
+        #[strong]
+        core,
         move |row| set(
-            &win,
+            &parent,
+            &core,
             "language",
             serde_json::Value::String(row.text().to_string())
         )
@@ -73,8 +79,8 @@ pub fn show(win: &ParleyWindow) {
     prefs.present();
 }
 
-fn set(win: &ParleyWindow, key: &'static str, value: serde_json::Value) {
-    let core = win.core().clone();
+fn set(parent: &gtk::Window, core: &Core, key: &'static str, value: serde_json::Value) {
+    let core = core.clone();
     runtime::call(
         async move {
             let text = core.content()?;
@@ -86,10 +92,10 @@ fn set(win: &ParleyWindow, key: &'static str, value: serde_json::Value) {
         },
         glib::clone!(
             #[weak]
-            win,
+            parent,
             move |r: Result<(), String>| {
                 if let Err(e) = r {
-                    win.toast(&e);
+                    let _ = parent.activate_action("win.toast", Some(&e.to_variant()));
                 }
             }
         ),

@@ -55,6 +55,8 @@ pub mod imp {
         /// The selected agent's header handler.
         pub header_handler: RefCell<Option<(AgentObject, glib::SignalHandlerId)>>,
         pub settings: OnceCell<Option<gio::Settings>>,
+        /// The configuration editor, while it is open.
+        pub editor: RefCell<std::rc::Weak<crate::ui::widgets::config_editor::Editor>>,
         /// The file chooser, until it answers.
         pub file_chooser: RefCell<Option<gtk::FileChooserNative>>,
     }
@@ -156,6 +158,26 @@ impl ParleyWindow {
 
     pub fn core(&self) -> &crate::core::services::Core {
         self.model().core()
+    }
+
+    /// Opens the configuration editor, or brings the open one forward.
+    pub fn edit_config(&self) {
+        if let Some(editor) = self.config_editor() {
+            editor.window().present();
+            return;
+        }
+        if let Some(editor) = crate::ui::widgets::config_editor::show(self, self.model()) {
+            self.imp().editor.replace(std::rc::Rc::downgrade(&editor));
+        }
+    }
+
+    /// The open configuration editor.
+    pub fn config_editor(&self) -> Option<std::rc::Rc<crate::ui::widgets::config_editor::Editor>> {
+        self.imp()
+            .editor
+            .borrow()
+            .upgrade()
+            .filter(|e| e.window().is_visible())
     }
 
     /// Keeps the native file chooser alive until it answers.
@@ -422,7 +444,7 @@ impl ParleyWindow {
         edit.connect_activate(glib::clone!(
             #[weak(rename_to = win)]
             self,
-            move |_, _| crate::ui::widgets::config_editor::show(&win)
+            move |_, _| win.edit_config()
         ));
         self.add_action(&edit);
     }

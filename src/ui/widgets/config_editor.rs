@@ -11,11 +11,14 @@ use gtk::glib;
 use sourceview5::prelude::*;
 
 use crate::core::config::Problem;
+use crate::core::services::Core;
 use crate::i18n::{gettext, gettext_f};
+use crate::ui::models::AppModel;
 use crate::ui::runtime;
-use crate::ui::window::ParleyWindow;
 
-struct Editor {
+/// An open editor. Whoever opened it keeps a `Weak` to present it again;
+/// the editor keeps itself alive until its window closes.
+pub struct Editor {
     window: adw::Window,
     buffer: sourceview5::Buffer,
     view: sourceview5::View,
@@ -30,33 +33,46 @@ struct Editor {
     marks: RefCell<Vec<(i32, i32, String)>>,
 }
 
-thread_local! {
-    static OPEN: RefCell<Option<Rc<Editor>>> = const { RefCell::new(None) };
-}
-
-pub fn show(win: &ParleyWindow) {
-    if let Some(e) = OPEN.with(|o| o.borrow().clone()) {
-        e.window.present();
-        return;
-    }
-    let text = match win.core().content() {
+/// Opens the editor over `parent` (whose `win.toast` action shows errors),
+/// following `model`'s configuration changes while it is open.
+pub fn show(parent: &impl IsA<gtk::Window>, model: &AppModel) -> Option<Rc<Editor>> {
+    let parent = parent.upcast_ref::<gtk::Window>();
+    let text = match model.core().content() {
         Ok(t) => t,
-        Err(e) => return win.toast(&e),
+        Err(e) => {
+            toast(parent, &e);
+            return None;
+        }
     };
-    let editor = build(win, &text);
-    OPEN.with(|o| o.replace(Some(editor.clone())));
+    let editor = build(parent, model.core(), &text);
+    // Offers Reload when the file on disk no longer matches what the
+    // editor started from.
+    let weak = Rc::downgrade(&editor);
+    let handler = model.connect_config_changed(move |model, _, _| {
+        if let Some(e) = weak.upgrade() {
+            file_changed(&e, model.core());
+        }
+    });
+    // The editor lives until its window closes.
+    let keep = RefCell::new(Some((editor.clone(), model.clone(), handler)));
+    editor.window.connect_close_request(move |_| {
+        if let Some((_, model, handler)) = keep.take() {
+            model.disconnect(handler);
+        }
+        glib::Propagation::Proceed
+    });
     editor.window.present();
+    Some(editor)
 }
 
-/// Called by the bridge on `config:changed`: offers Reload when the file on
-/// disk no longer matches what the editor started from.
-pub fn file_changed(win: &ParleyWindow) {
-    let Some(e) = OPEN.with(|o| o.borrow().clone()) else {
-        return;
-    };
-    let Ok(disk) = win.core().content() else { return };
+fn toast(parent: &gtk::Window, text: &str) {
+    let _ = parent.activate_action("win.toast", Some(&text.to_variant()));
+}
+
+fn file_changed(e: &Editor, core: &Core) {
+    let Ok(disk) = core.content() else { return };
     if disk != *e.saved.borrow() {
-        if current_text(&e) == disk {
+        if current_text(e) == disk {
             e.saved.replace(disk);
         } else {
             e.reload_revealer.set_reveal_child(true);
@@ -64,19 +80,16 @@ pub fn file_changed(win: &ParleyWindow) {
     }
 }
 
-/// The open editor's window, buffer, Save button and problem list (tests).
-#[doc(hidden)]
-pub fn open_editor() -> Option<(adw::Window, sourceview5::Buffer, gtk::Button, gtk::ListBox)> {
-    OPEN.with(|o| {
-        o.borrow().as_ref().map(|e| {
-            (
-                e.window.clone(),
-                e.buffer.clone(),
-                e.save.clone(),
-                e.problems.clone(),
-            )
-        })
-    })
+impl Editor {
+    pub fn window(&self) -> adw::Window {
+        self.window.clone()
+    }
+
+    /// The buffer, Save button and problem list (for tests).
+    #[doc(hidden)]
+    pub fn parts(&self) -> (sourceview5::Buffer, gtk::Button, gtk::ListBox) {
+        (self.buffer.clone(), self.save.clone(), self.problems.clone())
+    }
 }
 
 fn current_text(e: &Editor) -> String {
@@ -85,9 +98,9 @@ fn current_text(e: &Editor) -> String {
         .to_string()
 }
 
-fn build(win: &ParleyWindow, text: &str) -> Rc<Editor> {
+fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
     let window = adw::Window::builder()
-        .transient_for(win)
+        .transient_for(parent)
         .default_width(820)
         .default_height(640)
         .title(gettext("Configuration"))
@@ -97,7 +110,7 @@ fn build(win: &ParleyWindow, text: &str) -> Rc<Editor> {
     save.add_css_class("suggested-action");
     save.set_tooltip_text(Some(&gettext("Save (Ctrl+S)")));
     header.pack_end(&save);
-    let path_label = adw::WindowTitle::new(&gettext("Configuration"), &win.core().current().path);
+    let path_label = adw::WindowTitle::new(&gettext("Configuration"), &core.current().path);
     header.set_title_widget(Some(&path_label));
 
     let buffer = sourceview5::Buffer::new(None);
@@ -215,9 +228,11 @@ fn build(win: &ParleyWindow, text: &str) -> Rc<Editor> {
             true
         });
 
-    let core = win.core().clone();
+    let core = core.clone();
     let weak = Rc::downgrade(&editor);
+    let validate_core = core.clone();
     buffer.connect_changed(move |_| {
+        let core = &validate_core;
         let Some(e) = weak.upgrade() else { return };
         e.save.set_sensitive(false);
         if let Some(id) = e.pending.take() {
@@ -232,29 +247,30 @@ fn build(win: &ParleyWindow, text: &str) -> Rc<Editor> {
         });
         e.pending.replace(Some(id));
     });
-    validate_now(&editor, win.core());
+    validate_now(&editor, &core);
 
     let do_save = {
         let weak = Rc::downgrade(&editor);
-        let win = win.downgrade();
+        let parent = parent.downgrade();
+        let core = core.clone();
         move || {
-            let (Some(e), Some(win)) = (weak.upgrade(), win.upgrade()) else {
+            let (Some(e), Some(parent)) = (weak.upgrade(), parent.upgrade()) else {
                 return;
             };
             if !e.save.is_sensitive() {
                 return;
             }
             let text = current_text(&e);
-            let core = win.core().clone();
+            let core = core.clone();
             let saved_text = text.clone();
             runtime::call(async move { core.save(&text) }, move |r| match r {
                 Ok(problems) if problems.is_empty() => {
                     e.saved.replace(saved_text);
                     e.reload_revealer.set_reveal_child(false);
-                    win.toast(&gettext("Configuration saved"));
+                    toast(&parent, &gettext("Configuration saved"));
                 }
                 Ok(problems) => show_problems(&e, &problems),
-                Err(err) => win.toast(&err),
+                Err(err) => toast(&parent, &err),
             });
         }
     };
@@ -273,25 +289,20 @@ fn build(win: &ParleyWindow, text: &str) -> Rc<Editor> {
     window.add_controller(shortcuts);
 
     let weak = Rc::downgrade(&editor);
-    let win_weak = win.downgrade();
     reload.connect_clicked(move |_| {
-        let (Some(e), Some(win)) = (weak.upgrade(), win_weak.upgrade()) else {
+        let Some(e) = weak.upgrade() else {
             return;
         };
-        if let Ok(text) = win.core().content() {
+        if let Ok(text) = core.content() {
             e.saved.replace(text.clone());
             e.buffer.set_text(&text);
         }
         e.reload_revealer.set_reveal_child(false);
     });
-    window.connect_close_request(|_| {
-        OPEN.with(|o| o.replace(None));
-        glib::Propagation::Proceed
-    });
     editor
 }
 
-fn validate_now(e: &Rc<Editor>, core: &crate::core::services::Core) {
+fn validate_now(e: &Rc<Editor>, core: &Core) {
     let text = current_text(e);
     let generation = e.generation.get() + 1;
     e.generation.set(generation);
