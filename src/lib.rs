@@ -16,16 +16,28 @@
 //!   - [`core::acp`]: JSON-RPC over newline-delimited stdio (capped line
 //!     reader, connection, typed calls, the confined `fs/*` capability).
 //!   - [`core::supervisor`]: the lifecycle as one pure function
-//!     ([`core::supervisor::lifecycle`]), processes and the stop sequence
-//!     ([`core::supervisor::process`]), the launch doctor
-//!     ([`core::supervisor::launch`]), limits and the idle check.
+//!     ([`core::supervisor::lifecycle`]; every change of state goes through
+//!     it), processes and the stop sequence ([`core::supervisor::process`])
+//!     beneath a guardian ([`core::supervisor::guardian`]), the launch
+//!     doctor ([`core::supervisor::launch`]), limits and the idle check. Its
+//!     `impl` is split along its seams: start, stop, handler, logs, idle.
 //!   - [`core::chat`]: conversations, the message model, permissions.
 //!   - [`core::config`]: model, schema and validation with line and column,
 //!     the file (creating, saving atomically, recent files), watching.
 //!   - [`core::events`]: the spec's events; [`core::services`]: the spec's
 //!     services over one [`core::services::Core`].
-//! - [`ui`] — the libadwaita window: [`ui::bridge`] drains the events once per
-//!   frame into [`ui::models`]; [`ui::window`] and [`ui::widgets`].
+//! - [`ui`] — the libadwaita window. Who owns what, and who may call whom:
+//!   - [`ui::application::ParleyApplication`] owns the one
+//!     [`ui::models::AppModel`] (and through it the core) for every window.
+//!   - [`ui::bridge`] drains the events once per frame into
+//!     `AppModel::apply`, which routes each to the
+//!     [`ui::models::AgentObject`] it concerns. An `AgentObject` owns its
+//!     conversation, pending permissions and live log, and is the only way
+//!     widgets act on an agent. Models never touch widgets.
+//!   - [`ui::notifier`] and [`ui::theme`] listen to model signals.
+//!   - [`ui::window`] only assembles views; [`ui::widgets`] bind to models
+//!     and report errors through the `win.toast` action; no widget imports
+//!     the window or the application.
 //! - [`i18n`] (gettext) and [`logging`] (tracing) serve both.
 //!
 //! # Where the code refines the design (`docs/architecture.md`)
@@ -57,9 +69,10 @@
 //!   (`MessageRow::reveal`), so a frame costs what is visible, not what
 //!   arrived. Text deltas are joined on a thread before the main loop
 //!   (`ui::bridge`). Figures in BENCHMARKS.md.
-//! - The window, agent rows and message rows are composite templates; the
-//!   small dialogs (settings editor, logs) and the slash-command popover are
-//!   built in code.
+//! - The window and its views (conversation, composer, permission banner,
+//!   agent and message rows) are composite templates; the small dialogs
+//!   (settings editor, logs) and the slash-command popover are built in
+//!   code.
 //! - GTK 4.8's bindings gate `gtk::Accessible` behind `v4_10`: accessible
 //!   names set in code go through [`ui::a11y`].
 //! - Tests: `tests/integration/` is one binary of modules (real agents, real

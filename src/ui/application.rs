@@ -15,7 +15,7 @@ use crate::i18n::gettext;
 use crate::ui::models::AppModel;
 use crate::ui::runtime;
 use crate::ui::window::ParleyWindow;
-use crate::ui::{APP_ID, SCHEMA_ID};
+use crate::ui::APP_ID;
 
 mod imp {
     use super::*;
@@ -63,27 +63,6 @@ impl ParleyApplication {
 /// The model of `app`, whichever kind of application it is.
 fn model_of(app: &adw::Application) -> Option<AppModel> {
     app.downcast_ref::<ParleyApplication>()?.model()
-}
-
-/// GSettings for the window; `None` when the schema is not installed and was
-/// not compiled at build time (the window then just does not remember).
-pub fn settings() -> Option<gio::Settings> {
-    let source = gio::SettingsSchemaSource::default();
-    if let Some(schema) = source.as_ref().and_then(|s| s.lookup(SCHEMA_ID, true)) {
-        return Some(gio::Settings::new_full(
-            &schema,
-            None::<&gio::SettingsBackend>,
-            None,
-        ));
-    }
-    let dir = option_env!("PARLEY_SCHEMA_DIR")?;
-    let local = gio::SettingsSchemaSource::from_directory(dir, source.as_ref(), false).ok()?;
-    let schema = local.lookup(SCHEMA_ID, false)?;
-    Some(gio::Settings::new_full(
-        &schema,
-        None::<&gio::SettingsBackend>,
-        None,
-    ))
 }
 
 /// The app's stylesheet, compiled into the binary.

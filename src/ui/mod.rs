@@ -23,6 +23,7 @@ pub mod models;
 pub mod notifier;
 pub mod preferences;
 pub mod runtime;
+pub mod settings;
 pub mod smoke;
 pub mod theme;
 pub mod widgets;

@@ -111,7 +111,7 @@ impl ParleyWindow {
         selection.set_can_unselect(true);
         selection.set_model(Some(&model.agents()));
         let _ = imp.selection.set(selection.clone());
-        let _ = imp.settings.set(crate::ui::application::settings());
+        let _ = imp.settings.set(crate::ui::settings::settings());
         win.restore_size();
         win.setup_agents_view(&selection);
         win.setup_actions();

@@ -339,7 +339,7 @@ impl Chat {
         drop(convs);
         for p in stale {
             p.responder
-                .respond(Ok(serde_json::json!({"outcome": {"outcome": "cancelled"}})));
+                .respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Cancelled)));
             self.emit(Event::PermissionResolved(PermissionResolved {
                 id: p.request.id,
                 agent: agent.to_owned(),
@@ -385,7 +385,7 @@ impl Chat {
         }
         for p in pending {
             p.responder
-                .respond(Ok(serde_json::json!({"outcome": {"outcome": "cancelled"}})));
+                .respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Cancelled)));
             self.emit(Event::PermissionResolved(PermissionResolved {
                 id: p.request.id,
                 agent: agent.to_owned(),
@@ -422,9 +422,10 @@ impl Chat {
             }
             let agent = agent.clone();
             drop(convs);
-            p.responder.respond(Ok(serde_json::json!({
-                "outcome": {"outcome": "selected", "optionId": option.option_id}
-            })));
+            p.responder
+                .respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Selected(
+                    acp::SelectedPermissionOutcome::new(option.option_id.clone()),
+                ))));
             self.emit(Event::PermissionResolved(PermissionResolved {
                 id: id.to_owned(),
                 agent,
@@ -658,7 +659,7 @@ impl Chat {
         }
         if c.cancelling || !c.busy {
             drop(convs);
-            responder.respond(Ok(serde_json::json!({"outcome": {"outcome": "cancelled"}})));
+            responder.respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Cancelled)));
             return;
         }
         let call = match find_tool(c, &req.tool_call.tool_call_id.to_string()) {
@@ -769,6 +770,12 @@ fn describe_bad_update(params: &RawValue, e: &serde_json::Error) -> String {
         }
         _ => format!("an unknown or malformed session update {kind} ({e})"),
     }
+}
+
+/// The answer to `session/request_permission`, built from the protocol's own
+/// types.
+fn permission_outcome(outcome: acp::RequestPermissionOutcome) -> serde_json::Value {
+    serde_json::to_value(acp::RequestPermissionResponse::new(outcome)).unwrap_or_default()
 }
 
 /// The supervisor's view of the conversations.

@@ -63,6 +63,9 @@ pub enum Trigger {
     LeastRecentlyUsed,
     /// The process exited on its own.
     ProcessExited,
+    /// The connection broke while the process lives on (a line over the
+    /// cap, output closed, input not read): the same effect as an exit.
+    ConnectionLost,
     /// A start ended (either way) after a stop was requested during it.
     StartEndedAfterStop,
 }
@@ -80,12 +83,21 @@ pub fn transition(state: AgentState, trigger: Trigger) -> Option<AgentState> {
         (Ready | Busy, StopRequested) => Some(Stopped),
         (Ready, IdleTimeout) => Some(Stopped),
         (Ready, LeastRecentlyUsed) => Some(Stopped),
-        (Ready | Busy, ProcessExited) => Some(Error),
+        (Ready | Busy, ProcessExited | ConnectionLost) => Some(Error),
         // "stopped once the start ends": the stop is recorded, the state waits.
         (Starting, StopRequested) => Some(Starting),
         (Starting, StartEndedAfterStop) => Some(Stopped),
         _ => None,
     }
+}
+
+/// The state after `trigger` where the caller knows it must apply; a pair
+/// the table does not have is a bug, logged, and `fallback` is taken.
+pub fn expected(state: AgentState, trigger: Trigger, fallback: AgentState) -> AgentState {
+    transition(state, trigger).unwrap_or_else(|| {
+        tracing::error!(?state, ?trigger, "bug: no such transition; taking {fallback:?}");
+        fallback
+    })
 }
 
 #[cfg(test)]
@@ -95,6 +107,16 @@ mod tests {
     use super::*;
 
     // One test per row of the spec's transition table.
+
+    #[test]
+    fn row_connection_lost_is_an_error_only_while_running() {
+        assert_eq!(transition(Ready, ConnectionLost), Some(Error));
+        assert_eq!(transition(Busy, ConnectionLost), Some(Error));
+        for s in [Stopped, Starting, Error] {
+            assert_eq!(transition(s, ConnectionLost), None);
+        }
+        assert_eq!(expected(Stopped, ConnectionLost, Stopped), Stopped);
+    }
 
     #[test]
     fn row_start_requested_from_stopped_or_error() {

@@ -1,0 +1,135 @@
+//! What an agent sends Parley: notifications and requests, passed to the
+//! conversation (`AgentClient`), and the `fs/*` capability, answered off the
+//! connection's reader task.
+
+use super::*;
+
+/// Takes what a running agent sends: `fs/*` is answered here (confined to
+/// its cwd), session traffic goes to the conversations.
+pub(super) struct AgentHandler {
+    pub(super) agent: String,
+    pub(super) generation: u64,
+    pub(super) supervisor: Weak<Shared>,
+    pub(super) fs: FsScope,
+    pub(super) logs: Arc<Mutex<VecDeque<String>>>,
+}
+
+impl AgentHandler {
+    fn supervisor(&self) -> Option<Supervisor> {
+        self.supervisor.upgrade().map(|shared| Supervisor { shared })
+    }
+
+    /// Answers `fs/*` off the connection's reader task: the file work runs
+    /// on tokio's blocking pool, within `acp::fs::REQUEST_TIMEOUT`, and the
+    /// answer goes out when it is ready. A FIFO or a hung mount thus costs
+    /// the agent that one request, never its connection or a runtime worker.
+    /// (Answers may overtake one another; JSON-RPC matches them by id.)
+    fn fs_request(&self, method: &str, params: &RawValue, responder: Responder) {
+        let request = match acp::fs::FsRequest::parse(method, params.get()) {
+            Ok(r) => r,
+            Err(e) => {
+                self.log(format!("parley: refused {method}: {e}"));
+                return responder.respond(Err(RpcError::remote(
+                    acp::connection::INVALID_PARAMS,
+                    e.to_string(),
+                )));
+            }
+        };
+        // An agent that does not read its answers gets no more file work.
+        if responder.backlogged() {
+            let e = responder.refuse_backlogged();
+            self.log(format!("parley: {method}: {e}"));
+            return responder.respond(Err(e));
+        }
+        // The reader task runs on the supervisor's runtime, so there is one.
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.log(format!("parley: refused {method}: no runtime to read files on"));
+            return responder.respond(Err(RpcError::remote(
+                acp::connection::INTERNAL_ERROR,
+                "no runtime to read files on",
+            )));
+        };
+        let fs = self.fs.clone();
+        let (agent, supervisor, logs) = (self.agent.clone(), self.supervisor.clone(), self.logs.clone());
+        let method = method.to_owned();
+        runtime.spawn(async move {
+            let result = fs.serve(request, acp::fs::REQUEST_TIMEOUT).await;
+            if let Err(e) = &result {
+                // As `Handler::log` does; `self` does not live this long.
+                let line = format!("parley: refused {method}: {e}");
+                tracing::info!(agent, "{line}");
+                if let Some(shared) = supervisor.upgrade() {
+                    Supervisor { shared }.push_log(&agent, &logs, line);
+                }
+            }
+            responder.respond(
+                result.map_err(|e| RpcError::remote(acp::connection::INTERNAL_ERROR, e.to_string())),
+            );
+        });
+    }
+}
+
+impl Handler for AgentHandler {
+    fn notification(&self, method: &str, params: &RawValue) {
+        match self.supervisor().and_then(|s| s.client()) {
+            Some(client) => client.notification(&self.agent, method, params),
+            None => tracing::debug!(agent = self.agent, method, "notification with no client"),
+        }
+    }
+
+    fn session_update(&self, update: agent_client_protocol_schema::v1::SessionNotification) {
+        if let Some(client) = self.supervisor().and_then(|s| s.client()) {
+            client.session_update(&self.agent, update);
+        }
+    }
+
+    fn request(&self, method: &str, params: &RawValue, responder: Responder) {
+        match method {
+            "fs/read_text_file" | "fs/write_text_file" => self.fs_request(method, params, responder),
+            "session/request_permission" => match self.supervisor().and_then(|s| s.client()) {
+                Some(client) => client.request(&self.agent, method, params, responder),
+                None => responder.respond(Err(RpcError::remote(
+                    acp::connection::INTERNAL_ERROR,
+                    "no conversation to ask",
+                ))),
+            },
+            other => {
+                self.log(format!("parley: answered an unknown method {other} with -32601"));
+                responder.respond(Err(RpcError::remote(
+                    acp::connection::METHOD_NOT_FOUND,
+                    format!("method not found: {other}"),
+                )));
+            }
+        }
+    }
+
+    fn log(&self, line: String) {
+        tracing::info!(agent = self.agent, "{line}");
+        if let Some(s) = self.supervisor() {
+            s.push_log(&self.agent, &self.logs, line);
+        }
+    }
+
+    fn closed(&self, reason: Option<String>) {
+        let Some(s) = self.supervisor() else { return };
+        match reason {
+            Some(reason) => {
+                s.push_log(&self.agent, &self.logs, format!("parley: {reason}"));
+                s.on_connection_lost(&self.agent, self.generation, reason);
+            }
+            // A clean end of output is usually the process exiting, which
+            // `on_exit` reports with its status and last words. One that is
+            // still running a moment later has dropped the connection: that
+            // is lost too, and its group is stopped (on_connection_lost
+            // ignores an agent that exited or is being stopped by then).
+            None => {
+                let (agent, generation) = (self.agent.clone(), self.generation);
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs(2)).await;
+                    let reason = crate::i18n::gettext("the agent closed its output but kept running");
+                    s.on_connection_lost(&agent, generation, reason);
+                });
+            }
+        }
+    }
+}

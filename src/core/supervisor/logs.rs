@@ -1,0 +1,89 @@
+//! An agent's log: the stderr lines kept for `Logs`, and `agent:log` events.
+
+use super::*;
+
+impl Supervisor {
+    /// The last 200 stderr lines.
+    pub fn logs(&self, name: &str) -> Result<Vec<String>, String> {
+        let mut t = lock(&self.shared.table);
+        let e = t.find(name).ok_or_else(|| unknown(name))?;
+        let logs = lock(&e.logs);
+        Ok(logs.iter().cloned().collect())
+    }
+
+    pub(super) fn push_log(&self, name: &str, logs: &Mutex<VecDeque<String>>, line: String) {
+        push_log(name, logs, &self.shared.events, line);
+    }
+
+    /// Adds a line of Parley's own to an agent's log (`agent:log`).
+    pub fn log(&self, name: &str, line: String) {
+        let logs = {
+            let mut t = lock(&self.shared.table);
+            match t.find(name) {
+                Some(e) => e.logs.clone(),
+                None => return,
+            }
+        };
+        tracing::info!(agent = name, "{line}");
+        self.push_log(name, &logs, line);
+    }
+}
+
+pub(super) fn push_log(name: &str, logs: &Mutex<VecDeque<String>>, events_tx: &EventSender, line: String) {
+    {
+        let mut l = lock(logs);
+        if l.len() == LOG_LINES {
+            l.pop_front();
+        }
+        l.push_back(line.clone());
+    }
+    events::emit(
+        events_tx,
+        Event::AgentLog(AgentLog {
+            agent: name.to_owned(),
+            line,
+        }),
+    );
+}
+
+pub(super) fn with_last_lines(reason: &str, logs: &Mutex<VecDeque<String>>) -> String {
+    let l = lock(logs);
+    let skip = l.len().saturating_sub(ERROR_LOG_LINES);
+    let tail: Vec<&str> = l.iter().skip(skip).map(String::as_str).collect();
+    if tail.is_empty() {
+        reason.to_owned()
+    } else {
+        format!("{reason}\n{}", tail.join("\n"))
+    }
+}
+
+/// Each stderr line is kept (the last 200) and sent as `agent:log`.
+pub(super) async fn read_stderr(
+    stderr: tokio::process::ChildStderr,
+    name: String,
+    logs: Arc<Mutex<VecDeque<String>>>,
+    events_tx: EventSender,
+) {
+    // A log line keeps its first 4 KiB; the rest is skipped as it arrives,
+    // so a stderr line without end (1 GB, say) costs no memory.
+    const MAX_SHOWN: usize = 4096;
+    let mut reader = BufReader::new(stderr);
+    while let Ok(Some((mut buf, cut))) = acp::lines::next_line_kept(&mut reader, MAX_SHOWN).await {
+        while matches!(buf.last(), Some(b'\n' | b'\r')) {
+            buf.pop();
+        }
+        if cut {
+            // Not a character cut in half: drop an incomplete last one.
+            if let Err(e) = std::str::from_utf8(&buf) {
+                if e.error_len().is_none() {
+                    buf.truncate(e.valid_up_to());
+                }
+            }
+        }
+        let mut line = String::from_utf8_lossy(&buf).into_owned();
+        if cut {
+            line.push('…');
+        }
+        push_log(&name, &logs, &events_tx, line);
+    }
+}

@@ -1,0 +1,294 @@
+//! Starting an agent: the limit, spawning beneath its guardian, the
+//! handshake, and settling the outcome against stops that came meanwhile.
+
+use super::*;
+
+impl Supervisor {
+    /// Starts the agent if it is not running; resolves once it is `ready`
+    /// (or `busy`), or with the reason it could not start.
+    pub async fn start(&self, name: &str) -> Result<(), String> {
+        let mut waited_on_start = false;
+        loop {
+            let mut changed = self.shared.changed.subscribe();
+            match self.start_step(name, waited_on_start) {
+                StartStep::Done(r) => return r,
+                StartStep::Wait { was_starting } => {
+                    waited_on_start |= was_starting;
+                    if changed.changed().await.is_err() {
+                        return Err("the supervisor has stopped".into());
+                    }
+                }
+                StartStep::Evict(other) => {
+                    self.stop_with(&other, Trigger::LeastRecentlyUsed).await?;
+                }
+                StartStep::Spawn(def, generation, logs) => {
+                    return self.run_start(*def, generation, logs).await;
+                }
+            }
+        }
+    }
+
+    pub(super) fn start_step(&self, name: &str, waited_on_start: bool) -> StartStep {
+        let mut t = lock(&self.shared.table);
+        let max = t.limits.max_running_agents.max(1) as usize;
+        let Some(e) = t.find(name).filter(|e| !e.removed) else {
+            return StartStep::Done(Err(unknown(name)));
+        };
+        match e.state {
+            AgentState::Ready | AgentState::Busy if !e.stopping => return StartStep::Done(Ok(())),
+            AgentState::Ready | AgentState::Busy => return StartStep::Wait { was_starting: false },
+            AgentState::Starting => return StartStep::Wait { was_starting: true },
+            AgentState::Error if waited_on_start => {
+                return StartStep::Done(Err(e.error.clone().unwrap_or_default()))
+            }
+            AgentState::Stopped if waited_on_start && e.stop_pending => {
+                return StartStep::Done(Err(crate::i18n::gettext("stopped while starting")))
+            }
+            AgentState::Stopped | AgentState::Error => {}
+        }
+        let running: Vec<&Entry> = t.agents.iter().filter(|a| a.state.is_running()).collect();
+        if running.len() >= max {
+            let lru = running
+                .iter()
+                .filter(|a| a.state == AgentState::Ready && !a.stopping)
+                .min_by_key(|a| a.last_used);
+            if let Some(lru) = lru {
+                return StartStep::Evict(lru.def.name.clone());
+            }
+            if running.iter().any(|a| a.stopping) {
+                // A slot is being freed: wait for it.
+                return StartStep::Wait { was_starting: false };
+            }
+            let busy: Vec<&str> = running.iter().map(|a| a.def.name.as_str()).collect();
+            return StartStep::Done(Err(format!(
+                "too many agents running: {} agent(s) busy ({}), the limit is {}",
+                busy.len(),
+                busy.join(", "),
+                max
+            )));
+        }
+        let Some(e) = t.find(name) else {
+            return StartStep::Done(Err(unknown(name)));
+        };
+        let Some(next) = transition(e.state, Trigger::StartRequested) else {
+            return StartStep::Done(Ok(()));
+        };
+        e.settle_definition();
+        e.state = next;
+        e.error = None;
+        e.stop_pending = false;
+        e.generation += 1;
+        let step = StartStep::Spawn(Box::new(e.def.clone()), e.generation, e.logs.clone());
+        let snapshot = Entry::info(e);
+        drop(t);
+        self.emit_info(&snapshot);
+        step
+    }
+
+    pub(super) async fn run_start(
+        &self,
+        def: AgentDef,
+        generation: u64,
+        logs: Arc<Mutex<VecDeque<String>>>,
+    ) -> Result<(), String> {
+        let name = def.name.clone();
+        let outcome = self.spawn_and_handshake(&def, generation, logs.clone()).await;
+        // Decide under the lock; the stop sequence runs after it is released.
+        let (result, to_stop) = self.settle_start(&name, generation, outcome);
+        if let Some((running, trigger)) = to_stop {
+            match trigger {
+                Some(trigger) => self.finish_stop(&name, generation, running, trigger).await,
+                None => {
+                    // The failed process goes with the full stop sequence.
+                    let timings = self.shared.timings.stop;
+                    tokio::spawn(async move {
+                        running.conn.close_output();
+                        process::stop_group(running.pgid, running.exit, timings).await;
+                        running
+                            .guardian
+                            .release(timings.term_grace + GUARDIAN_SLACK)
+                            .await;
+                    });
+                }
+            }
+        }
+        result
+    }
+
+    /// The end of a start: the new state, and a process to stop (with the
+    /// trigger that will settle the state, or `None` for a failed start).
+    #[allow(clippy::type_complexity)]
+    pub(super) fn settle_start(
+        &self,
+        name: &str,
+        generation: u64,
+        outcome: Result<Running, (String, Option<Running>)>,
+    ) -> (Result<(), String>, Option<(Running, Option<Trigger>)>) {
+        let mut t = lock(&self.shared.table);
+        let Some(e) = t.find_gen(name, generation) else {
+            let stop = match outcome {
+                Ok(r) | Err((_, Some(r))) => Some((r, None)),
+                Err((_, None)) => None,
+            };
+            return (Err(unknown(name)), stop);
+        };
+        match outcome {
+            Ok(running) if !e.stop_pending => {
+                e.state = lifecycle::expected(e.state, Trigger::HandshakeSucceeded, AgentState::Ready);
+                e.running = Some(running);
+                e.last_used = Instant::now();
+                self.emit_state(e);
+                (Ok(()), None)
+            }
+            Ok(running) => {
+                // Stop requested while starting: stop now, then `stopped`.
+                e.stopping = true;
+                (
+                    Err(crate::i18n::gettext("stopped while starting")),
+                    Some((running, Some(Trigger::StartEndedAfterStop))),
+                )
+            }
+            Err((message, running)) => {
+                let next = if e.stop_pending {
+                    Trigger::StartEndedAfterStop
+                } else {
+                    Trigger::HandshakeFailed
+                };
+                e.state = lifecycle::expected(e.state, next, AgentState::Error);
+                e.error = (e.state == AgentState::Error).then(|| message.clone());
+                e.settle_definition();
+                self.emit_state(e);
+                (Err(message), running.map(|r| (r, None)))
+            }
+        }
+    }
+
+    pub(super) async fn spawn_and_handshake(
+        &self,
+        def: &AgentDef,
+        generation: u64,
+        logs: Arc<Mutex<VecDeque<String>>>,
+    ) -> Result<Running, (String, Option<Running>)> {
+        let cwd = def.working_dir();
+        if !cwd.is_dir() {
+            return Err((
+                crate::i18n::gettext_f(
+                    "the working directory {cwd} does not exist",
+                    &[("cwd", &cwd.display().to_string())],
+                ),
+                None,
+            ));
+        }
+        // The bundled agent runs where Parley runs (inside the sandbox too);
+        // the user's own agents on the host when Parley is in a Flatpak.
+        let (program, args, prefix) = if let Some((program, mut lead)) = launch::bundled(&def.command) {
+            lead.extend(def.args.iter().cloned());
+            (program, lead, &[][..])
+        } else if self.shared.spawn_prefix.is_empty() {
+            let login = launch::login_shell_path(Duration::from_secs(3)).await;
+            let dirs = launch::search_dirs(def.env.get("PATH").map(String::as_str), login);
+            let program = process::resolve_program(&def.command, &cwd, &dirs)
+                .ok_or_else(|| (launch::not_found(&def.command, &dirs), None))?;
+            (program, def.args.clone(), &[][..])
+        } else {
+            // On the host, the host's shell finds it (with its login PATH).
+            (
+                PathBuf::from(&def.command),
+                def.args.clone(),
+                &self.shared.spawn_prefix[..],
+            )
+        };
+        let spawned = process::spawn(&process::SpawnSpec {
+            program: &program,
+            args: &args,
+            env: &def.env,
+            cwd: &cwd,
+            prefix,
+            grace: self.shared.timings.stop.term_grace,
+        })
+        .map_err(|e| {
+            (
+                crate::i18n::gettext_f(
+                    "could not start {command}: {error}",
+                    &[("command", &def.command), ("error", &e.to_string())],
+                ),
+                None,
+            )
+        })?;
+        let process::Spawned {
+            mut child,
+            pgid,
+            lifeline,
+            status,
+        } = spawned;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            process::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+            return Err(("the agent's pipes could not be opened".into(), None));
+        };
+        let name = def.name.clone();
+        let stderr_task = tokio::spawn(read_stderr(
+            stderr,
+            name.clone(),
+            logs.clone(),
+            self.shared.events.clone(),
+        ));
+        // The guardian exits after the agent, once it has ended what the
+        // agent left behind; the agent's own status comes through its pipe.
+        let (gone_tx, gone_rx) = watch::channel(None);
+        tokio::spawn(async move {
+            let status = child.wait().await.ok();
+            gone_tx.send_replace(Some(status));
+        });
+        let mut guardian_gone = gone_rx.clone();
+        let guardian = process::Guardian::new(lifeline, gone_rx);
+        let (exit_tx, exit_rx) = watch::channel(None);
+        let this = self.clone();
+        let watch_name = name.clone();
+        tokio::spawn(async move {
+            let status = match process::agent_exit(status).await {
+                Some(status) => Some(status),
+                // The guardian ended without a word: its own status.
+                None => guardian_gone
+                    .wait_for(Option::is_some)
+                    .await
+                    .ok()
+                    .and_then(|s| s.flatten()),
+            };
+            // Let stderr drain so the error carries the agent's last words.
+            let _ = tokio::time::timeout(Duration::from_millis(500), stderr_task).await;
+            if let Some(status) = status {
+                exit_tx.send_replace(Some(status));
+                this.on_exit(&watch_name, generation, status).await;
+            }
+        });
+        let handler = Arc::new(AgentHandler {
+            agent: name.clone(),
+            generation,
+            supervisor: Arc::downgrade(&self.shared),
+            fs: FsScope::new(&cwd),
+            logs: logs.clone(),
+        });
+        let conn = Connection::start(BufReader::new(stdout), stdin, handler, acp::MAX_LINE_BYTES);
+        let running = Running {
+            conn: conn.clone(),
+            pgid,
+            exit: exit_rx.clone(),
+            guardian,
+        };
+        let timeout = self.shared.timings.handshake_timeout;
+        let reason = match tokio::time::timeout(timeout, calls::initialize(&conn)).await {
+            Ok(Ok(_)) => return Ok(running),
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => crate::i18n::gettext_f(
+                "the agent did not answer initialize within {seconds} s",
+                &[("seconds", &timeout.as_secs_f64().to_string())],
+            ),
+        };
+        // If the process is ending, give its stderr a moment to arrive.
+        let mut exit = exit_rx;
+        let _ = tokio::time::timeout(Duration::from_millis(700), exit.wait_for(Option::is_some)).await;
+        Err((with_last_lines(&reason, &logs), Some(running)))
+    }
+}
