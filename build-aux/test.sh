@@ -26,8 +26,10 @@ echo "== cargo test (UI tests under Xvfb)"
 export GSK_RENDERER=cairo GSETTINGS_BACKEND=memory NO_AT_BRIDGE=1
 log=$(mktemp)
 # Bounded, so a hung window test cannot hold CI for its whole budget.
-timeout 2400 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
-  cargo test --all-targets --color never 2>&1 | grep -v "^dbus-daemon\[" | tee "$log"
+# fatal-criticals: a Gtk-CRITICAL fails the test that caused it.
+# 2560x1440: room for the 1920 px layout check.
+timeout 2400 xvfb-run -a -s "-screen 0 2560x1440x24" dbus-run-session -- \
+  env G_DEBUG=fatal-criticals cargo test --all-targets --color never 2>&1 | grep -v "^dbus-daemon\[" | tee "$log"
 status=${PIPESTATUS[0]}
 passed=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
 failed=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')
@@ -36,7 +38,7 @@ failed=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')
 # directories, release build): the window must come up on the configuration
 # it creates, and the bundled demo agent must answer a message sent from it.
 echo "== first run: build-aux/run.sh --smoke"
-if timeout 1200 xvfb-run -a -s "-screen 0 1280x800x24" dbus-run-session -- \
+if timeout 1200 xvfb-run -a -s "-screen 0 2560x1440x24" dbus-run-session -- \
   build-aux/run.sh --smoke 2>&1 | grep -v "^dbus-daemon\["; [ "${PIPESTATUS[0]}" -eq 0 ]; then
   passed=$((passed + 1))
 else

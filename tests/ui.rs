@@ -609,6 +609,73 @@ fn settings_editor_shows_problems(app: &adw::Application) -> Result<(), String> 
     Ok(())
 }
 
+/// From phone to ultrawide, light and dark: nothing grows the window, the
+/// permission options lie inside it at 360 px, and at 1920 px the
+/// conversation is clamped to a readable width.
+fn layout_from_phone_to_wide(app: &adw::Application) -> Result<(), String> {
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    type_and_send(&f, "Please change the greeting");
+    let banner = f.win.permission_banner();
+    spin_until("the permission banner", Duration::from_secs(15), || {
+        banner.is_revealed()
+    })?;
+    let style = adw::StyleManager::default();
+    for (width, dark) in [(360, false), (360, true), (1920, false), (1920, true)] {
+        style.set_color_scheme(if dark {
+            adw::ColorScheme::ForceDark
+        } else {
+            adw::ColorScheme::ForceLight
+        });
+        f.win.set_default_size(width, 720);
+        // Without a window manager X11 may leave a few pixels to the
+        // frame; what matters is that nothing grows the window.
+        let near = |w: i32| w <= width && w >= width - 16;
+        spin_until(&format!("the new width {width}"), Duration::from_secs(5), || {
+            near(f.win.width())
+        })
+        .map_err(|e| format!("{e} (the window is {} px)", f.win.width()))?;
+        spin(Duration::from_millis(400));
+        if !near(f.win.width()) {
+            return Err(format!(
+                "asked for {width} px, the window is {} px",
+                f.win.width()
+            ));
+        }
+        for b in banner.option_buttons() {
+            let bounds = b.compute_bounds(&f.win).ok_or("an option has no bounds")?;
+            let right = f.win.width() as f32 + 0.5;
+            if !b.is_mapped() || bounds.x() < 0.0 || bounds.x() + bounds.width() > right {
+                return Err(format!(
+                    "at {width} px, {:?} lies at {}..{}",
+                    b.label(),
+                    bounds.x(),
+                    bounds.x() + bounds.width()
+                ));
+            }
+        }
+        let list = f.win.conversation_view().list_view();
+        if width == 1920 && list.width() > 1000 {
+            return Err(format!("at 1920 px the conversation is {} px wide", list.width()));
+        }
+        let name = format!("08-{width}-{}", if dark { "dark" } else { "light" });
+        save_png(&f.win, &name)?;
+    }
+    style.set_color_scheme(adw::ColorScheme::Default);
+    f.win.set_default_size(1100, 720);
+    let reject = banner
+        .option_buttons()
+        .into_iter()
+        .find(|b| b.label().as_deref() == Some("Reject"))
+        .ok_or("no Reject")?;
+    reject.emit_clicked();
+    spin_until("the end of the turn", Duration::from_secs(20), || {
+        f.win.agent("demo").is_some_and(|a| !a.answering())
+    })?;
+    close(f);
+    Ok(())
+}
+
 fn dark_style(app: &adw::Application) -> Result<(), String> {
     adw::StyleManager::default().set_color_scheme(adw::ColorScheme::ForceDark);
     let f = open_window(app, &demo_config(true))?;
@@ -891,6 +958,7 @@ fn main() {
         ("ui::smoke_window_opens_with_an_empty_sidebar", smoke),
         ("ui::demo_turn_with_permission_banner", demo_turn_with_permission),
         ("ui::hostile_permission_title", hostile_permission_title),
+        ("ui::layout_from_phone_to_wide", layout_from_phone_to_wide),
         ("ui::cancel_a_turn_with_stop", cancel_a_turn),
         (
             "ui::a_long_stream_is_followed_to_its_end",

@@ -1,13 +1,16 @@
-//! Accessible names for widgets built in code.
+//! Accessible names and descriptions for widgets built in code, and
+//! announcements.
 //!
 //! `gtk_accessible_update_property_value` exists since GTK 4.0, but gtk4-rs
 //! only binds it with the `v4_10` feature, which Debian 12's GTK 4.8 cannot
-//! have; so it is declared here.
+//! have; so it is declared here. `gtk_accessible_announce` came in GTK 4.14:
+//! it is looked up at run time ([`announce`]).
 
 use gtk::glib;
 use gtk::glib::translate::ToGlibPtr;
 use gtk::prelude::*;
 
+const GTK_ACCESSIBLE_PROPERTY_DESCRIPTION: std::ffi::c_int = 1;
 const GTK_ACCESSIBLE_PROPERTY_LABEL: std::ffi::c_int = 4;
 
 extern "C" {
@@ -21,8 +24,66 @@ extern "C" {
 
 /// Sets the name a screen reader (and the accessibility tree) gives `widget`.
 pub fn set_label(widget: &impl IsA<gtk::Widget>, label: &str) {
+    set_property(widget, GTK_ACCESSIBLE_PROPERTY_LABEL, label);
+}
+
+/// Sets the description a screen reader reads after `widget`'s name.
+pub fn set_description(widget: &impl IsA<gtk::Widget>, text: &str) {
+    set_property(widget, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION, text);
+}
+
+/// How urgent an announcement is (GtkAccessibleAnnouncementPriority).
+#[derive(Debug, Clone, Copy)]
+pub enum Priority {
+    Medium = 1,
+    High = 2,
+}
+
+type AnnounceFn = unsafe extern "C" fn(*mut std::ffi::c_void, *const std::ffi::c_char, std::ffi::c_int);
+
+/// `gtk_accessible_announce` of the running GTK, if it has one (≥ 4.14).
+fn announce_fn() -> Option<AnnounceFn> {
+    static FOUND: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    let address = *FOUND.get_or_init(|| {
+        // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only
+        // looks a symbol up.
+        let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"gtk_accessible_announce".as_ptr()) };
+        (!p.is_null()).then_some(p as usize)
+    });
+    // SAFETY: the symbol, when present, has this signature (GTK ≥ 4.14).
+    address.map(|a| unsafe { std::mem::transmute::<usize, AnnounceFn>(a) })
+}
+
+/// Says `text` to a screen reader now. With GTK ≥ 4.14 through
+/// `gtk_accessible_announce` on `widget`; before, the text becomes the
+/// description of the focused control (or of `widget`), a change screen
+/// readers read out.
+pub fn announce(widget: &impl IsA<gtk::Widget>, text: &str, priority: Priority) {
+    let widget = widget.as_ref();
+    if let Some(f) = announce_fn() {
+        let Ok(message) = std::ffi::CString::new(text.replace('\0', " ")) else {
+            return;
+        };
+        // SAFETY: `widget` is a live GtkAccessible; `message` outlives the call.
+        unsafe {
+            f(
+                widget.as_ptr().cast(),
+                message.as_ptr(),
+                priority as std::ffi::c_int,
+            )
+        };
+        return;
+    }
+    let focused = widget.root().and_then(|r| r.focus());
+    match focused {
+        Some(f) => set_description(&f, text),
+        None => set_description(widget, text),
+    }
+}
+
+fn set_property(widget: &impl IsA<gtk::Widget>, property: std::ffi::c_int, label: &str) {
     let value = label.to_value();
-    let mut property = GTK_ACCESSIBLE_PROPERTY_LABEL;
+    let mut property = property;
     let ptr: *const glib::gobject_ffi::GValue = value.to_glib_none().0;
     // SAFETY: every GtkWidget implements GtkAccessible; one property, one
     // initialised GValue holding a string, as the function requires.

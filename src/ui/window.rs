@@ -9,8 +9,9 @@ use adw::prelude::*;
 use adw::subclass::prelude::*;
 use gtk::{gio, glib};
 
+use crate::core::chat::message::Role;
 use crate::i18n::{gettext, gettext_f};
-use crate::ui::models::{AgentObject, AppModel, Lifecycle};
+use crate::ui::models::{AgentObject, AppModel, Lifecycle, MessageObject, PermissionObject};
 use crate::ui::widgets::{AgentRow, Composer, ConversationView, PermissionBanner};
 
 #[doc(hidden)]
@@ -39,7 +40,7 @@ pub mod imp {
         #[template_child]
         pub conversation_title: TemplateChild<adw::WindowTitle>,
         #[template_child]
-        pub context_meter: TemplateChild<gtk::LevelBar>,
+        pub context_meter: TemplateChild<gtk::Label>,
         #[template_child]
         pub permission_banner: TemplateChild<PermissionBanner>,
         #[template_child]
@@ -52,8 +53,8 @@ pub mod imp {
         pub model: OnceCell<AppModel>,
         pub selection: OnceCell<gtk::SingleSelection>,
         pub selected: RefCell<Option<String>>,
-        /// The selected agent's header handler.
-        pub header_handler: RefCell<Option<(AgentObject, glib::SignalHandlerId)>>,
+        /// The selected agent's handlers (header, announcements).
+        pub agent_handlers: RefCell<Vec<(AgentObject, glib::SignalHandlerId)>>,
         pub settings: OnceCell<Option<gio::Settings>>,
         /// The configuration editor, while it is open.
         pub editor: RefCell<std::rc::Weak<crate::ui::widgets::config_editor::Editor>>,
@@ -132,6 +133,15 @@ impl ParleyWindow {
                         "The configuration has problems and was not applied: {problem}",
                         &[("problem", problem)],
                     ));
+                }
+            }
+        ));
+        imp.leaflet.connect_folded_notify(glib::clone!(
+            #[weak]
+            win,
+            move |_| {
+                if let Some(agent) = win.selected_agent().and_then(|n| win.agent(&n)) {
+                    win.update_header(&agent);
                 }
             }
         ));
@@ -335,7 +345,7 @@ impl ParleyWindow {
     fn show_agent(&self, name: Option<&str>) {
         let imp = self.imp();
         imp.selected.replace(name.map(str::to_owned));
-        if let Some((agent, id)) = imp.header_handler.take() {
+        for (agent, id) in imp.agent_handlers.take() {
             agent.disconnect(id);
         }
         let agent = name.and_then(|n| self.agent(n));
@@ -357,10 +367,85 @@ impl ParleyWindow {
                 move |agent, _| win.update_header(agent)
             ),
         );
-        imp.header_handler.replace(Some((agent.clone(), id)));
+        let mut handlers = vec![(agent.clone(), id)];
+        handlers.extend(self.announce_for(&agent));
+        imp.agent_handlers.replace(handlers);
         imp.content_stack.set_visible_child_name("conversation");
         self.update_header(&agent);
         imp.composer.grab_focus();
+    }
+
+    /// What a screen reader hears about the selected agent without leaving
+    /// the composer: its state, a permission request the moment it comes
+    /// (with the shortcuts that answer it), and the answer when it is done.
+    fn announce_for(&self, agent: &AgentObject) -> Vec<(AgentObject, glib::SignalHandlerId)> {
+        use crate::ui::a11y::{announce, Priority};
+        let status = agent.connect_status_notify(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |agent| {
+                let text = format!("{}: {}", agent.title(), agent.shown_as());
+                announce(&*win.imp().composer, &text, Priority::Medium);
+            }
+        ));
+        let permission = agent.connect_local(
+            "permission-requested",
+            false,
+            glib::clone!(
+                #[weak(rename_to = win)]
+                self,
+                #[upgrade_or]
+                None,
+                move |args| {
+                    let p = args.get(1).and_then(|v| v.get::<PermissionObject>().ok())?;
+                    let request = p.request();
+                    let keys: Vec<String> = request
+                        .options
+                        .iter()
+                        .take(4)
+                        .enumerate()
+                        .map(|(i, o)| format!("Alt+{}: {}", i + 1, crate::ui::markdown::visible(&o.name)))
+                        .collect();
+                    let text = gettext_f(
+                        "The agent asks to run a tool: {title}. {keys}",
+                        &[
+                            ("title", &crate::ui::markdown::visible(&request.tool_call.title)),
+                            ("keys", &keys.join(", ")),
+                        ],
+                    );
+                    announce(&*win.imp().permission_banner, &text, Priority::High);
+                    None
+                }
+            ),
+        );
+        let ended = agent.connect_local(
+            "turn-ended",
+            false,
+            glib::clone!(
+                #[weak(rename_to = win)]
+                self,
+                #[upgrade_or]
+                None,
+                move |args| {
+                    let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+                    let text = last_answer(&agent)
+                        .map(|answer| {
+                            gettext_f(
+                                "{agent} answered: {answer}",
+                                &[("agent", &agent.title()), ("answer", &answer)],
+                            )
+                        })
+                        .unwrap_or_else(|| gettext_f("{agent} is done.", &[("agent", &agent.title())]));
+                    announce(&*win.imp().composer, &text, Priority::Medium);
+                    None
+                }
+            ),
+        );
+        vec![
+            (agent.clone(), status),
+            (agent.clone(), permission),
+            (agent.clone(), ended),
+        ]
     }
 
     /// Title, state and context meter of the selected agent.
@@ -369,14 +454,18 @@ impl ParleyWindow {
         imp.conversation_title.set_title(&agent.title());
         imp.conversation_title.set_subtitle(&agent.shown_as());
         let (used, size) = (agent.usage_used(), agent.usage_size());
-        imp.context_meter.set_visible(size > 0);
+        // A compact "42 %" that folds away with the sidebar at phone width.
+        imp.context_meter
+            .set_visible(size > 0 && !imp.leaflet.is_folded());
         if size > 0 {
-            imp.context_meter
-                .set_value((used as f64 / size as f64).clamp(0.0, 1.0));
-            imp.context_meter.set_tooltip_text(Some(&gettext_f(
+            let percent = (used as f64 * 100.0 / size as f64).clamp(0.0, 100.0).round();
+            imp.context_meter.set_label(&format!("{percent} %"));
+            let text = gettext_f(
                 "Context: {used} of {size} tokens",
                 &[("used", &used.to_string()), ("size", &size.to_string())],
-            )));
+            );
+            imp.context_meter.set_tooltip_text(Some(&text));
+            crate::ui::a11y::set_label(&*imp.context_meter, &text);
         }
     }
 
@@ -433,6 +522,15 @@ impl ParleyWindow {
             }
         ));
         self.add_action(&toast);
+        let focus = gio::SimpleAction::new("focus-composer", None);
+        focus.connect_activate(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, _| {
+                win.imp().composer.grab_focus();
+            }
+        ));
+        self.add_action(&focus);
         let cancel = gio::SimpleAction::new("cancel", None);
         cancel.connect_activate(glib::clone!(
             #[weak(rename_to = win)]
@@ -462,4 +560,20 @@ impl ParleyWindow {
             section.append_item(&item);
         }
     }
+}
+
+/// The start of the agent's last answer (about 300 characters), as text.
+fn last_answer(agent: &AgentObject) -> Option<String> {
+    let store = agent.loaded_messages()?;
+    let last = (0..store.n_items())
+        .rev()
+        .filter_map(|i| store.item(i).and_downcast::<MessageObject>())
+        .find(|m| m.with(|m| m.role == Role::Agent).unwrap_or(false))?;
+    let text = last.with(|m| m.text())?;
+    let text = crate::ui::markdown::visible(text.trim()).into_owned();
+    let mut short: String = text.chars().take(300).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    (!short.is_empty()).then_some(short)
 }

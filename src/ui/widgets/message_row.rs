@@ -138,18 +138,35 @@ fn code_view(lang: &str, text: &str) -> gtk::Widget {
     if let Some(l) = sourceview5::LanguageManager::default().language(lang) {
         buffer.set_language(Some(&l));
     }
-    let dark = adw::StyleManager::default().is_dark();
-    let scheme = if dark { "Adwaita-dark" } else { "Adwaita" };
-    if let Some(s) = sourceview5::StyleSchemeManager::default().scheme(scheme) {
-        buffer.set_style_scheme(Some(&s));
-    }
+    // The code follows the style, also when it changes while shown.
+    let style = adw::StyleManager::default();
+    follow_style(&buffer, style.is_dark());
+    let weak = buffer.downgrade();
+    let handler = style.connect_dark_notify(move |style| {
+        if let Some(buffer) = weak.upgrade() {
+            follow_style(&buffer, style.is_dark());
+        }
+    });
+    let handler = std::cell::RefCell::new(Some(handler));
     let view = sourceview5::View::with_buffer(&buffer);
     view.set_editable(false);
     view.set_monospace(true);
     view.set_wrap_mode(gtk::WrapMode::WordChar);
     view.add_css_class("code");
     crate::ui::a11y::set_label(&view, &gettext("Code"));
+    view.connect_destroy(move |_| {
+        if let Some(id) = handler.take() {
+            adw::StyleManager::default().disconnect(id);
+        }
+    });
     view.upcast()
+}
+
+fn follow_style(buffer: &sourceview5::Buffer, dark: bool) {
+    let scheme = if dark { "Adwaita-dark" } else { "Adwaita" };
+    if let Some(s) = sourceview5::StyleSchemeManager::default().scheme(scheme) {
+        buffer.set_style_scheme(Some(&s));
+    }
 }
 
 fn kind_icon(kind: &str) -> &'static str {

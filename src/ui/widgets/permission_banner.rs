@@ -66,7 +66,12 @@ mod imp {
     }
 
     #[glib::derived_properties]
-    impl ObjectImpl for PermissionBanner {}
+    impl ObjectImpl for PermissionBanner {
+        fn constructed(&self) {
+            self.parent_constructed();
+            self.obj().setup_shortcuts();
+        }
+    }
     impl WidgetImpl for PermissionBanner {}
     impl BoxImpl for PermissionBanner {}
 }
@@ -109,8 +114,43 @@ impl PermissionBanner {
         out
     }
 
+    /// Alt+1 … Alt+4 answer with the first to fourth option, from anywhere
+    /// in the window.
+    fn setup_shortcuts(&self) {
+        let controller = gtk::ShortcutController::new();
+        controller.set_scope(gtk::ShortcutScope::Managed);
+        for n in 1..=4usize {
+            let weak = self.downgrade();
+            let action = gtk::CallbackAction::new(move |_, _| {
+                let Some(banner) = weak.upgrade() else {
+                    return glib::Propagation::Proceed;
+                };
+                match banner.option_buttons().get(n - 1).filter(|_| banner.is_shown()) {
+                    Some(button) => {
+                        button.emit_clicked();
+                        glib::Propagation::Stop
+                    }
+                    None => glib::Propagation::Proceed,
+                }
+            });
+            let trigger = gtk::ShortcutTrigger::parse_string(&format!("<Alt>{n}"));
+            controller.add_shortcut(gtk::Shortcut::new(trigger, Some(action)));
+        }
+        self.add_controller(controller);
+    }
+
     fn update(&self) {
         let imp = self.imp();
+        // A focused option is about to go: focus goes to the composer first
+        // (never to a removed button, or an unnamed row off screen), and to
+        // the next request's first option if one follows.
+        let had_focus = self
+            .root()
+            .and_then(|r| r.focus())
+            .is_some_and(|f| f.is_ancestor(self));
+        if had_focus {
+            let _ = self.activate_action("win.focus-composer", None);
+        }
         while let Some(child) = imp.buttons.first_child() {
             imp.buttons.remove(&child);
         }
@@ -135,8 +175,11 @@ impl PermissionBanner {
             )));
         }
         imp.label.set_markup(&text);
-        for option in &request.options {
+        for (i, option) in request.options.iter().enumerate() {
             let button = gtk::Button::with_label(&crate::ui::markdown::visible(&option.name));
+            if i < 4 {
+                button.set_tooltip_text(Some(&format!("Alt+{}", i + 1)));
+            }
             if option.kind.starts_with("allow") {
                 button.add_css_class("suggested-action");
             } else {
@@ -155,6 +198,11 @@ impl PermissionBanner {
             }
         }
         imp.revealer.set_reveal_child(true);
+        if had_focus {
+            if let Some(first) = self.option_buttons().first() {
+                first.grab_focus();
+            }
+        }
     }
 
     fn answer(&self, id: &str, option_id: &str) {
