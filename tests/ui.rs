@@ -604,7 +604,24 @@ fn settings_editor_shows_problems(app: &adw::Application) -> Result<(), String> 
         return Err("the problem is not underlined".into());
     }
     save_png(&window, "04-editor-error")?;
+    // Closing with unsaved edits asks first; Discard then closes.
     window.close();
+    spin(Duration::from_millis(200));
+    if !window.is_visible() {
+        return Err("the editor closed with unsaved edits without asking".into());
+    }
+    let dialog = gtk::Window::list_toplevels()
+        .into_iter()
+        .filter_map(|w| w.downcast::<adw::MessageDialog>().ok())
+        .find(|d| d.transient_for().as_ref() == Some(window.upcast_ref::<gtk::Window>()))
+        .ok_or("no Save Changes? dialog")?;
+    if dialog.is_response_enabled("save") {
+        return Err("Save is offered for an invalid configuration".into());
+    }
+    dialog.response("discard");
+    spin_until("the editor to close", Duration::from_secs(5), || {
+        !window.is_visible()
+    })?;
     close(f);
     Ok(())
 }

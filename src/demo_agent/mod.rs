@@ -57,6 +57,7 @@ Prompt keywords (the prompt's first word):
   permission [N]       ask for permission N times; each answer is shown
   unknown-request      send Parley a request of an unknown method
   permission-elsewhere ask for permission in a session that is not this one
+  tool ID TITLE        report a completed tool call with this id
   permission-hostile   ask for permission with a NUL and a right-to-left
                        override in the tool's title
   fs-read PATH         ask Parley to read PATH and show the answer
@@ -540,6 +541,17 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
             }
             "end_turn".to_string()
         }
+        "tool" => {
+            // A tool call whose id the test chooses (to reuse it).
+            let id = w.get(1).copied().unwrap_or("tool-1");
+            let title = w.get(2..).map(|r| r.join(" ")).unwrap_or_default();
+            agent.update(
+                &sid,
+                json!({"sessionUpdate": "tool_call", "toolCallId": id, "title": title,
+                    "kind": "execute", "status": "completed"}),
+            );
+            "end_turn".to_string()
+        }
         "permission-hostile" => {
             let title = "Delete file\u{0}name and invoice\u{202E}gnp.exe";
             let answer = ask_permission(&agent, &sid, "hostile-tool", title, "delete").await;
@@ -766,6 +778,10 @@ async fn demo(agent: &Agent, sid: &str, text: &str) -> String {
     let cwd = agent.cwd.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let file = format!("{cwd}/src/greeting.rs");
     let pause = |ms| tokio::time::sleep(Duration::from_millis(ms));
+    // Fresh tool call ids each turn, as agents should send them.
+    let turn = agent.next_id.fetch_add(1, Ordering::Relaxed);
+    let [read_id, search_id, edit_id, exec_id] =
+        ["read", "search", "edit", "exec"].map(|k| format!("{k}-{turn}"));
     for piece in [
         "The user asks: \"",
         text,
@@ -780,43 +796,43 @@ async fn demo(agent: &Agent, sid: &str, text: &str) -> String {
     tool(
         agent,
         sid,
-        json!({"sessionUpdate": "tool_call", "toolCallId": "read-1", "title": "Read src/greeting.rs",
+        json!({"sessionUpdate": "tool_call", "toolCallId": read_id, "title": "Read src/greeting.rs",
         "kind": "read", "status": "pending", "locations": [{"path": file, "line": 1}], "rawInput": {"path": file}}),
     );
     pause(120).await;
     tool(
         agent,
         sid,
-        json!({"sessionUpdate": "tool_call_update", "toolCallId": "read-1", "status": "in_progress"}),
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": read_id, "status": "in_progress"}),
     );
     pause(120).await;
     tool(
         agent,
         sid,
-        json!({"sessionUpdate": "tool_call_update", "toolCallId": "read-1", "status": "completed",
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": read_id, "status": "completed",
         "content": [{"type": "content", "content": {"type": "text", "text": "pub fn greeting() -> &'static str {\n    \"Hello\"\n}"}}]}),
     );
     plan_update(agent, sid, 1, 3);
     tool(
         agent,
         sid,
-        json!({"sessionUpdate": "tool_call", "toolCallId": "search-1", "title": "Search for \"greeting(\"",
+        json!({"sessionUpdate": "tool_call", "toolCallId": search_id, "title": "Search for \"greeting(\"",
         "kind": "search", "status": "in_progress", "rawInput": {"pattern": "greeting("}}),
     );
     pause(150).await;
     tool(
         agent,
         sid,
-        json!({"sessionUpdate": "tool_call_update", "toolCallId": "search-1", "status": "completed",
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": search_id, "status": "completed",
         "content": [{"type": "content", "content": {"type": "text", "text": "src/main.rs:4: println!(\"{}\", greeting());"}}]}),
     );
     plan_update(agent, sid, 2, 3);
-    let edit = json!({"sessionUpdate": "tool_call", "toolCallId": "edit-1", "title": "Edit src/greeting.rs",
+    let edit = json!({"sessionUpdate": "tool_call", "toolCallId": edit_id, "title": "Edit src/greeting.rs",
         "kind": "edit", "status": "pending", "locations": [{"path": file, "line": 2}],
         "content": [{"type": "diff", "path": file, "oldText": "pub fn greeting() -> &'static str {\n    \"Hello\"\n}\n",
             "newText": "pub fn greeting() -> &'static str {\n    \"Hello from Parley\"\n}\n"}]});
     tool(agent, sid, edit);
-    let answer = ask_permission(agent, sid, "edit-1", "Edit src/greeting.rs", "edit").await;
+    let answer = ask_permission(agent, sid, &edit_id, "Edit src/greeting.rs", "edit").await;
     if agent.is_cancelled(sid) {
         return "cancelled".into();
     }
@@ -824,20 +840,20 @@ async fn demo(agent: &Agent, sid: &str, text: &str) -> String {
     tool(
         agent,
         sid,
-        json!({"sessionUpdate": "tool_call_update", "toolCallId": "edit-1",
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": edit_id,
         "status": if allowed {"completed"} else {"failed"}}),
     );
     tool(
         agent,
         sid,
-        json!({"sessionUpdate": "tool_call", "toolCallId": "exec-1", "title": "cargo test",
+        json!({"sessionUpdate": "tool_call", "toolCallId": exec_id, "title": "cargo test",
         "kind": "execute", "status": "in_progress", "rawInput": {"command": "cargo test"}}),
     );
     pause(200).await;
     tool(
         agent,
         sid,
-        json!({"sessionUpdate": "tool_call_update", "toolCallId": "exec-1", "status": "failed",
+        json!({"sessionUpdate": "tool_call_update", "toolCallId": exec_id, "status": "failed",
         "content": [{"type": "content", "content": {"type": "text", "text": "error: could not find `Cargo.toml` (this is a demo)"}}]}),
     );
     plan_update(agent, sid, 3, 3);

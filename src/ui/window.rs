@@ -53,6 +53,8 @@ pub mod imp {
         pub model: OnceCell<AppModel>,
         pub selection: OnceCell<gtk::SingleSelection>,
         pub selected: RefCell<Option<String>>,
+        /// The selection is being moved with the keyboard in the list.
+        pub keyboard_selection: std::cell::Cell<bool>,
         /// The selected agent's handlers (header, announcements).
         pub agent_handlers: RefCell<Vec<(AgentObject, glib::SignalHandlerId)>>,
         pub settings: OnceCell<Option<gio::Settings>>,
@@ -320,6 +322,39 @@ impl ParleyWindow {
         let view = &self.imp().agents_view;
         view.set_factory(Some(&factory));
         view.set_model(Some(selection));
+        let keys = gtk::EventControllerKey::new();
+        keys.set_propagation_phase(gtk::PropagationPhase::Capture);
+        keys.connect_key_pressed(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            #[upgrade_or]
+            glib::Propagation::Proceed,
+            move |_, key, _, _| {
+                use gtk::gdk::Key;
+                let moving = matches!(
+                    key,
+                    Key::Up
+                        | Key::Down
+                        | Key::Home
+                        | Key::End
+                        | Key::Page_Up
+                        | Key::Page_Down
+                        | Key::KP_Up
+                        | Key::KP_Down
+                );
+                win.imp().keyboard_selection.set(moving);
+                glib::Propagation::Proceed
+            }
+        ));
+        view.add_controller(keys);
+        view.connect_activate(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, _| {
+                win.imp().leaflet.navigate(adw::NavigationDirection::Forward);
+                win.imp().composer.grab_focus();
+            }
+        ));
         selection.connect_selected_item_notify(glib::clone!(
             #[weak(rename_to = win)]
             self,
@@ -328,8 +363,11 @@ impl ParleyWindow {
                     .selected_item()
                     .and_downcast::<AgentObject>()
                     .map(|a| a.name());
+                // At phone width the arrow keys stay in the list; Enter or a
+                // click opens the conversation.
+                let keyboard = win.imp().keyboard_selection.get();
                 win.show_agent(name.as_deref());
-                if name.is_some() {
+                if name.is_some() && !keyboard {
                     win.imp().leaflet.navigate(adw::NavigationDirection::Forward);
                 }
             }
@@ -372,7 +410,12 @@ impl ParleyWindow {
         imp.agent_handlers.replace(handlers);
         imp.content_stack.set_visible_child_name("conversation");
         self.update_header(&agent);
-        imp.composer.grab_focus();
+        // Moving through the agents with the arrow keys keeps the focus in
+        // the list (Enter then goes to the composer); a click or a selection
+        // from elsewhere goes to the composer at once.
+        if !imp.keyboard_selection.replace(false) {
+            imp.composer.grab_focus();
+        }
     }
 
     /// What a screen reader hears about the selected agent without leaving

@@ -242,7 +242,8 @@ async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
         .iter()
         .filter_map(|e| match e {
             Event::MessageDelta(d) => match &d.part {
-                Some(Part::Tool(t)) if t.id == "read-1" => Some(t.status.clone()),
+                // Fresh ids each turn: "read-<n>".
+                Some(Part::Tool(t)) if t.id.starts_with("read-") => Some(t.status.clone()),
                 _ => None,
             },
             _ => None,
@@ -357,5 +358,37 @@ async fn updates_before_session_new_and_after_the_prompt_answer_are_kept_in_orde
     assert_eq!(
         agent_text(&h, "a"),
         "(sent before session/new answered) before the answer. after the answer."
+    );
+}
+
+/// A tool call whose id was used in an earlier turn starts a card in the
+/// current turn; the earlier turn's card keeps its own title (before, the
+/// new turn showed no card and the old one changed two turns up).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_call_id_reused_in_a_later_turn_starts_a_new_card() {
+    let mut h = Harness::new(&[agent("a", "")]);
+    h.core.chat.send("a", "tool same-1 first step").expect("send");
+    h.wait_idle("a").await;
+    h.core.chat.send("a", "tool same-1 second step").expect("send");
+    h.wait_idle("a").await;
+    let conv = h.core.conversation("a").expect("conversation");
+    let titles: Vec<Vec<String>> = conv
+        .messages
+        .iter()
+        .filter(|m| m.role == Role::Agent)
+        .map(|m| {
+            m.parts
+                .iter()
+                .filter_map(|p| match p {
+                    Part::Tool(t) if t.id == "same-1" => Some(t.title.clone()),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        titles,
+        vec![vec!["first step".to_string()], vec!["second step".to_string()]],
+        "one card per turn"
     );
 }

@@ -524,8 +524,10 @@ impl Chat {
                 self.append_text(agent, c, true, message::into_text(chunk.content))
             }
             U::ToolCall(t) => {
+                // A new call: an id seen in an earlier turn starts a card in
+                // this one (agents reuse ids), never reopens the old card.
                 let call = ToolCall::from(&t);
-                self.put_tool(agent, c, call);
+                self.put_tool(agent, c, call, true);
             }
             U::ToolCallUpdate(u) => {
                 let existing = find_tool(c, &u.tool_call_id.to_string());
@@ -536,7 +538,7 @@ impl Chat {
                     }
                     None => ToolCall::from_update(&u),
                 };
-                self.put_tool(agent, c, call);
+                self.put_tool(agent, c, call, false);
             }
             U::Plan(p) => {
                 let entries = message::plan_entries(&p);
@@ -600,14 +602,29 @@ impl Chat {
         }));
     }
 
-    fn put_tool(&self, agent: &str, c: &mut Conv, call: ToolCall) {
-        // The part lives where the call first appeared, else in the target.
-        let found = c.messages.iter().enumerate().rev().find_map(|(mi, m)| {
-            m.parts
+    /// Puts `call` where it last appeared (within this turn only, for
+    /// `this_turn`), else as a new part of the target message.
+    fn put_tool(&self, agent: &str, c: &mut Conv, call: ToolCall, this_turn: bool) {
+        let turn_start = if this_turn {
+            c.messages
                 .iter()
-                .position(|p| matches!(p, Part::Tool(t) if t.id == call.id))
-                .map(|pi| (mi, pi))
-        });
+                .rposition(|m| m.role == Role::User && !m.queued)
+                .map_or(0, |i| i + 1)
+        } else {
+            0
+        };
+        let found = c
+            .messages
+            .iter()
+            .enumerate()
+            .skip(turn_start)
+            .rev()
+            .find_map(|(mi, m)| {
+                m.parts
+                    .iter()
+                    .position(|p| matches!(p, Part::Tool(t) if t.id == call.id))
+                    .map(|pi| (mi, pi))
+            });
         let (m, index) = match found {
             Some((mi, pi)) => (&mut c.messages[mi], pi),
             None => {
@@ -669,7 +686,7 @@ impl Chat {
             }
             None => ToolCall::from_update(&req.tool_call),
         };
-        self.put_tool(agent, c, call.clone());
+        self.put_tool(agent, c, call.clone(), false);
         let message_id = c
             .current
             .and_then(|i| c.messages.get(i))

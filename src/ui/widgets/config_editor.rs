@@ -286,7 +286,27 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
             glib::Propagation::Stop
         })),
     ));
+    // Escape and Ctrl+W close it, as GNOME dialogs do.
+    for key in ["Escape", "<Control>w"] {
+        shortcuts.add_shortcut(gtk::Shortcut::new(
+            gtk::ShortcutTrigger::parse_string(key),
+            Some(gtk::NamedAction::new("window.close")),
+        ));
+    }
     window.add_controller(shortcuts);
+    // Unsaved edits are never thrown away without asking.
+    let weak = Rc::downgrade(&editor);
+    let save_then_close = do_save.clone();
+    window.connect_close_request(move |window| {
+        let Some(e) = weak.upgrade() else {
+            return glib::Propagation::Proceed;
+        };
+        if current_text(&e) == *e.saved.borrow() {
+            return glib::Propagation::Proceed;
+        }
+        ask_to_save(window, &e, save_then_close.clone());
+        glib::Propagation::Stop
+    });
 
     let weak = Rc::downgrade(&editor);
     reload.connect_clicked(move |_| {
@@ -300,6 +320,59 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
         e.reload_revealer.set_reveal_child(false);
     });
     editor
+}
+
+/// Save, Discard or Cancel for a window closed with unsaved edits. Save is
+/// offered only while the text is valid; after it, the window closes once
+/// the file is written.
+fn ask_to_save(window: &adw::Window, e: &Rc<Editor>, save: impl Fn() + 'static) {
+    let dialog = adw::MessageDialog::new(
+        Some(window),
+        Some(&gettext("Save Changes?")),
+        Some(&gettext(
+            "The configuration has edits that are not saved. Without saving, they are lost.",
+        )),
+    );
+    dialog.add_response("cancel", &gettext("_Cancel"));
+    dialog.add_response("discard", &gettext("_Discard"));
+    dialog.add_response("save", &gettext("_Save"));
+    dialog.set_response_appearance("discard", adw::ResponseAppearance::Destructive);
+    dialog.set_response_appearance("save", adw::ResponseAppearance::Suggested);
+    dialog.set_response_enabled("save", e.save.is_sensitive());
+    dialog.set_default_response(Some("cancel"));
+    dialog.set_close_response("cancel");
+    let weak = Rc::downgrade(e);
+    let window = window.downgrade();
+    dialog.connect_response(None, move |_, response| {
+        let (Some(e), Some(window)) = (weak.upgrade(), window.upgrade()) else {
+            return;
+        };
+        match response {
+            "discard" => {
+                e.saved.replace(current_text(&e));
+                window.close();
+            }
+            "save" => {
+                save();
+                // Closes once the file holds the text (the save is async).
+                let weak = Rc::downgrade(&e);
+                let mut tries = 0;
+                glib::timeout_add_local(Duration::from_millis(50), move || {
+                    tries += 1;
+                    let Some(e) = weak.upgrade().filter(|_| tries < 200) else {
+                        return glib::ControlFlow::Break;
+                    };
+                    if current_text(&e) == *e.saved.borrow() {
+                        window.close();
+                        return glib::ControlFlow::Break;
+                    }
+                    glib::ControlFlow::Continue
+                });
+            }
+            _ => {}
+        }
+    });
+    dialog.present();
 }
 
 fn validate_now(e: &Rc<Editor>, core: &Core) {

@@ -27,6 +27,16 @@ pub fn show(parent: &impl IsA<gtk::Window>, agent: &AgentObject) {
     content.append(&adw::HeaderBar::new());
     content.append(&scroller);
     dialog.set_content(Some(&content));
+    // Escape and Ctrl+W close it, as GNOME dialogs do.
+    let shortcuts = gtk::ShortcutController::new();
+    shortcuts.set_scope(gtk::ShortcutScope::Managed);
+    for key in ["Escape", "<Control>w"] {
+        shortcuts.add_shortcut(gtk::Shortcut::new(
+            gtk::ShortcutTrigger::parse_string(key),
+            Some(gtk::NamedAction::new("window.close")),
+        ));
+    }
+    dialog.add_controller(shortcuts);
     let logs = agent.logs();
     let fill = move |view: &gtk::TextView, logs: &gtk::StringList| {
         let lines: Vec<String> = (0..logs.n_items())
