@@ -864,6 +864,79 @@ fn every_control_has_an_accessible_name(_app: &adw::Application) -> Result<(), S
     Ok(())
 }
 
+/// A screen-reader user hears, through AT-SPI, a permission request the
+/// moment it comes (with the keys that answer it) and the answer when the
+/// turn ends, without leaving the composer: a real `parley` runs its
+/// first-run check (which sends a message from the composer and allows the
+/// demo agent's request) while `tests/a11y-events.py` listens as Orca
+/// would. GTK 4.8 has no announcements; the text arrives as a description
+/// change of the focused control.
+fn a_screen_reader_hears_the_permission_and_the_answer(_app: &adw::Application) -> Result<(), String> {
+    use std::io::BufRead;
+    let home = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut listener = std::process::Command::new("/usr/bin/python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/a11y-events.py"))
+        .arg("90")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("/usr/bin/python3: {e}"))?;
+    let stdout = listener.stdout.take().ok_or("no listener output")?;
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let first = lines.next().and_then(Result::ok).unwrap_or_default();
+    if first.starts_with("SKIP") {
+        println!("    {first}");
+        let _ = listener.wait();
+        return Ok(());
+    }
+    if first != "listening" {
+        let _ = listener.kill();
+        return Err(format!("the listener said {first:?}"));
+    }
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let h = home.path();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_parley"))
+        .env("HOME", h)
+        .env("XDG_CONFIG_HOME", h.join("config"))
+        .env("XDG_DATA_HOME", h.join("data"))
+        .env("XDG_CACHE_HOME", h.join("cache"))
+        .env("XDG_STATE_HOME", h.join("state"))
+        .env("PARLEY_SMOKE", "1")
+        .env("GSETTINGS_BACKEND", "memory")
+        .env_remove("NO_AT_BRIDGE")
+        .env_remove("GTK_A11Y")
+        .output()
+        .map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(1000));
+    let _ = listener.kill();
+    let _ = listener.wait();
+    let heard: Vec<String> = rx.try_iter().collect();
+    let said = String::from_utf8_lossy(&run.stdout);
+    if !said.contains("smoke: ok") {
+        return Err(format!("the first-run check failed: {said}"));
+    }
+    let permission = heard
+        .iter()
+        .any(|l| l.contains("asks to run a tool") && l.contains("Alt+1"));
+    let answer = heard.iter().any(|l| l.contains("answered:"));
+    for l in heard
+        .iter()
+        .filter(|l| l.contains("asks to run") || l.contains("answered:"))
+    {
+        println!("    heard: {l}");
+    }
+    if !permission || !answer {
+        return Err(format!(
+            "heard permission {permission}, answer {answer}; events: {heard:?}"
+        ));
+    }
+    Ok(())
+}
+
 /// In a child process (the locale is the process's): the configuration's
 /// `language` switches the window to German.
 fn german_from_the_configuration(_app: &adw::Application) -> Result<(), String> {
@@ -976,6 +1049,10 @@ fn main() {
         ("ui::demo_turn_with_permission_banner", demo_turn_with_permission),
         ("ui::hostile_permission_title", hostile_permission_title),
         ("ui::layout_from_phone_to_wide", layout_from_phone_to_wide),
+        (
+            "ui::a_screen_reader_hears_the_permission_and_the_answer",
+            a_screen_reader_hears_the_permission_and_the_answer,
+        ),
         ("ui::cancel_a_turn_with_stop", cancel_a_turn),
         (
             "ui::a_long_stream_is_followed_to_its_end",

@@ -186,6 +186,24 @@ pub fn link_needs_confirmation(label: &str, target: &str) -> bool {
     !web || link_is_misleading(label, target)
 }
 
+/// `md` as plain text, the way a screen reader should say it: Markdown's
+/// marks gone, blocks joined by spaces.
+pub fn plain_text(md: &str) -> String {
+    let mut out = Vec::new();
+    for block in render(md) {
+        match block {
+            Block::Markup { markup, .. } => {
+                let text = gtk::pango::parse_markup(&markup, '\0')
+                    .map(|(_, text, _)| text.to_string())
+                    .unwrap_or(markup);
+                out.push(text);
+            }
+            Block::Code { text, .. } => out.push(text),
+        }
+    }
+    out.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 pub fn render(md: &str) -> Vec<Block> {
     // Made visible before parsing: then no text, code, link or language
     // name that comes out of it can hold a hidden character.

@@ -39,7 +39,10 @@ fn finish(app: &adw::Application, ok: bool, text: &str) {
         eprintln!("smoke: FAILED: {text}");
         FAILED.with(|f| f.set(true));
     }
-    app.quit();
+    // A moment for what the window said last (to the accessibility bus,
+    // say) to leave before the application quits.
+    let app = app.clone();
+    glib::timeout_add_local_once(std::time::Duration::from_millis(300), move || app.quit());
 }
 
 /// Starts the check on `win` when `PARLEY_SMOKE` is set.
@@ -151,6 +154,11 @@ fn step(win: &ParleyWindow, progress: &Progress) -> Result<Option<String>, Strin
     let Some(object) = win.agent(&agent.name) else {
         return Ok(None);
     };
+    // The turn is over only when the agent is no longer answering (after
+    // the window has said so to a screen reader).
+    if object.answering() {
+        return Ok(None);
+    }
     let store = object.messages();
     for i in 0..store.n_items() {
         let Some(m) = store.item(i).and_downcast::<MessageObject>() else {

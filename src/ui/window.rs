@@ -613,7 +613,7 @@ fn last_answer(agent: &AgentObject) -> Option<String> {
         .filter_map(|i| store.item(i).and_downcast::<MessageObject>())
         .find(|m| m.with(|m| m.role == Role::Agent).unwrap_or(false))?;
     let text = last.with(|m| m.text())?;
-    let text = crate::ui::markdown::visible(text.trim()).into_owned();
+    let text = crate::ui::markdown::plain_text(&text);
     let mut short: String = text.chars().take(300).collect();
     if short.len() < text.len() {
         short.push('…');

@@ -169,6 +169,39 @@ fn follow_style(buffer: &sourceview5::Buffer, dark: bool) {
     }
 }
 
+/// An expander with a real name for screen readers (GTK 4.8 would say
+/// "GtkExpander"), opened and closed with Space and Enter too: inside a
+/// list row, the row's own key bindings would otherwise take them.
+fn expander(title: &str) -> gtk::Expander {
+    let expander = gtk::Expander::new(Some(title));
+    crate::ui::a11y::set_label(&expander, title);
+    let keys = gtk::EventControllerKey::new();
+    keys.set_propagation_phase(gtk::PropagationPhase::Capture);
+    keys.connect_key_pressed(glib::clone!(
+        #[weak]
+        expander,
+        #[upgrade_or]
+        glib::Propagation::Proceed,
+        move |_, key, _, state| {
+            use gtk::gdk::Key;
+            let plain =
+                !state.intersects(gtk::gdk::ModifierType::CONTROL_MASK | gtk::gdk::ModifierType::ALT_MASK);
+            // Not when the focus is in what it shows (a selectable label).
+            let in_child = expander
+                .child()
+                .zip(expander.root().and_then(|r| r.focus()))
+                .is_some_and(|(child, focus)| focus == child || focus.is_ancestor(&child));
+            if plain && !in_child && matches!(key, Key::space | Key::Return | Key::KP_Enter | Key::KP_Space) {
+                expander.set_expanded(!expander.is_expanded());
+                return glib::Propagation::Stop;
+            }
+            glib::Propagation::Proceed
+        }
+    ));
+    expander.add_controller(keys);
+    expander
+}
+
 fn kind_icon(kind: &str) -> &'static str {
     match kind {
         "read" => "document-open-symbolic",
@@ -244,14 +277,14 @@ fn tool_card(call: &ToolCall) -> gtk::Widget {
         } else {
             gettext_f("Changes to {path}", &[("path", &path)])
         };
-        let expander = gtk::Expander::new(Some(&title));
+        let expander = expander(&title);
         expander.set_expanded(true);
         let l = label(&format!("<tt>{}</tt>", markup.trim_end()));
         expander.set_child(Some(&l));
         card.append(&expander);
     }
     if !call.output.is_empty() {
-        let expander = gtk::Expander::new(Some(&gettext("Output")));
+        let expander = expander(&gettext("Output"));
         let l = label(&format!("<tt>{}</tt>", escape(&call.output)));
         expander.set_child(Some(&l));
         card.append(&expander);
@@ -638,7 +671,7 @@ fn part_widget(part: &Part) -> gtk::Widget {
         // (a TextSlot) and never reaches here.
         Part::Text { text } => plain(text).upcast(),
         Part::Thought { text } => {
-            let expander = gtk::Expander::new(Some(&gettext("Thinking")));
+            let expander = expander(&gettext("Thinking"));
             let l = plain(text);
             l.add_css_class("dim-label");
             expander.set_child(Some(&l));
