@@ -258,8 +258,8 @@ fn long_message(i: usize) -> parley::core::chat::message::Message {
             m.parts.push(Part::Tool(ToolCall {
                 id: format!("t{i}"),
                 title: format!("Edit src/module_{i}.rs"),
-                kind: "edit".into(),
-                status: "completed".into(),
+                kind: agent_client_protocol_schema::v1::ToolKind::Edit,
+                status: agent_client_protocol_schema::v1::ToolCallStatus::Completed,
                 locations: vec![Location {
                     path: format!("src/module_{i}.rs"),
                     line: Some(3),
@@ -279,8 +279,12 @@ fn long_message(i: usize) -> parley::core::chat::message::Message {
         _ => m.parts.push(Part::Tool(ToolCall {
             id: format!("t{i}"),
             title: "cargo test".into(),
-            kind: "execute".into(),
-            status: if i % 8 == 3 { "failed" } else { "completed" }.into(),
+            kind: agent_client_protocol_schema::v1::ToolKind::Execute,
+            status: if i % 8 == 3 {
+                agent_client_protocol_schema::v1::ToolCallStatus::Failed
+            } else {
+                agent_client_protocol_schema::v1::ToolCallStatus::Completed
+            },
             output: (0..6).map(|l| format!("test case_{l} ... ok\n")).collect(),
             ..Default::default()
         })),

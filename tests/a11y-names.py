@@ -2,6 +2,7 @@
 """Prints every push button, toggle button and text field of Parley's windows
 that has no accessible name (one per line), then `windows: N`. The window
 tests run it against a real `parley` (screen readers see the same tree)."""
+import re
 import sys
 
 try:
@@ -22,7 +23,7 @@ def walk(node, path):
         showing = node.getState().contains(pyatspi.STATE_SHOWING)
     except Exception:
         return
-    if showing and role in ("push button", "toggle button", "text") and (not name or name.startswith("Gtk")):
+    if showing and role in ("push button", "toggle button", "text") and (not name or name.startswith("Gtk") or re.search(r"(^|\s)_\w", name)):
         unnamed.append(f"{role} at {path}")
     for i, child in enumerate(node):
         if child is not None:

@@ -196,7 +196,7 @@ fn send(args: &[String]) -> ExitCode {
                     .rev()
                     .find(|m| m.role != parley::core::chat::message::Role::User)
             })
-            .is_some_and(|m| m.stop_reason.as_deref() == Some("end_turn"));
+            .is_some_and(|m| m.stop_reason == Some(agent_client_protocol_schema::v1::StopReason::EndTurn));
         if ended_well {
             0
         } else {
@@ -213,14 +213,13 @@ async fn print_until_idle(core: Core, rx: EventReceiver, out: Out, agent: String
         print_event(&out, &e, rx.is_empty());
         match &e {
             Event::PermissionRequested(p) if p.agent == agent => {
-                let wanted = if permission == "allow" {
-                    "allow_once"
-                } else {
-                    "reject_once"
-                };
+                use agent_client_protocol_schema::v1::PermissionOptionKind as K;
+                let allow = permission == "allow";
+                let wanted = if allow { K::AllowOnce } else { K::RejectOnce };
                 let option = p.options.iter().find(|o| o.kind == wanted).or_else(|| {
-                    let prefix = if permission == "allow" { "allow" } else { "reject" };
-                    p.options.iter().find(|o| o.kind.starts_with(prefix))
+                    p.options
+                        .iter()
+                        .find(|o| if allow { o.allows() } else { o.rejects() })
                 });
                 match (permission.as_str(), option) {
                     ("cancel", _) | (_, None) => {

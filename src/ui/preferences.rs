@@ -16,7 +16,11 @@ pub fn show(parent: &gtk::Window, core: &Core) {
         .transient_for(parent)
         .search_enabled(false)
         .build();
-    let page = adw::PreferencesPage::new();
+    // A page with a title, so its tab is not called "GtkLabel".
+    let page = adw::PreferencesPage::builder()
+        .title(gettext("General"))
+        .icon_name("preferences-system-symbolic")
+        .build();
     let group = adw::PreferencesGroup::builder()
         .title(gettext("Appearance"))
         .build();

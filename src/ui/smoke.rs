@@ -169,8 +169,8 @@ fn step(win: &ParleyWindow, progress: &Progress) -> Result<Option<String>, Strin
                 "the conversation says: {}",
                 m.error.clone().unwrap_or_else(|| m.text())
             ))),
-            Role::Agent if m.done => Some(match m.stop_reason.as_deref() {
-                Some("end_turn") => Ok(m
+            Role::Agent if m.done => Some(match m.stop_reason {
+                Some(agent_client_protocol_schema::v1::StopReason::EndTurn) => Ok(m
                     .text()
                     .lines()
                     .find(|l| !l.trim().is_empty())

@@ -156,7 +156,13 @@ async fn a_full_turn_with_the_python_sdk_example_agent() {
         .rev()
         .find(|m| m.role == Role::Agent)
         .expect("an answer");
-    assert_eq!(m.stop_reason.as_deref(), Some("end_turn"), "{m:?}");
+    assert_eq!(
+        m.stop_reason
+            .map(|r| parley::core::chat::message::wire_name(&r))
+            .as_deref(),
+        Some("end_turn"),
+        "{m:?}"
+    );
     assert!(!m.parts.is_empty(), "{m:?}");
     assert!(h.seen.iter().any(|e| matches!(e, Event::MessageDelta(_))));
     let _ = Duration::ZERO;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use parley::core::chat::message::{Part, Role};
+use parley::core::chat::message::{wire_name, Part, Role};
 use parley::core::events::Event;
 
 use crate::common::*;
@@ -65,7 +65,12 @@ async fn each_stop_reason_ends_the_agent_message() {
         h.core.chat.send("a", &format!("stop {reason}")).expect("send");
         h.wait_idle("a").await;
         let m = last_agent_message(&h, "a");
-        assert_eq!(m.stop_reason.as_deref(), Some(reason));
+        assert_eq!(
+            m.stop_reason
+                .map(|r| parley::core::chat::message::wire_name(&r))
+                .as_deref(),
+            Some(reason)
+        );
         assert!(m.done && m.error.is_none());
     }
     h.core.chat.send("a", "error").expect("send");
@@ -152,7 +157,12 @@ async fn cancel_answers_permissions_drops_the_queue_and_ends_cancelled() {
         assert!(!m.queued);
     }
     let m = last_agent_message(&h, "a");
-    assert_eq!(m.stop_reason.as_deref(), Some("cancelled"));
+    assert_eq!(
+        m.stop_reason
+            .map(|r| parley::core::chat::message::wire_name(&r))
+            .as_deref(),
+        Some("cancelled")
+    );
     assert!(m.text().contains("permission answer: cancelled"), "{}", m.text());
     assert!(conv.permissions.is_empty() && conv.queued == 0 && !conv.busy);
     // The conversation takes new messages again.
@@ -195,7 +205,7 @@ async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
     let mut h = Harness::new(&[agent("a", "")]);
     h.core.chat.send("a", "change the greeting").expect("send");
     let p = h.next_permission().await;
-    assert_eq!(p.tool_call.kind, "edit");
+    assert_eq!(parley::core::chat::message::wire_name(&p.tool_call.kind), "edit");
     assert_eq!(
         p.tool_call.diffs.len(),
         1,
@@ -204,12 +214,17 @@ async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
     h.core.chat.answer_permission(&p.id, "allow-once").expect("allow");
     h.wait_idle("a").await;
     let m = last_agent_message(&h, "a");
-    assert_eq!(m.stop_reason.as_deref(), Some("end_turn"));
+    assert_eq!(
+        m.stop_reason
+            .map(|r| parley::core::chat::message::wire_name(&r))
+            .as_deref(),
+        Some("end_turn")
+    );
     let tools: Vec<(String, String)> = m
         .parts
         .iter()
         .filter_map(|p| match p {
-            Part::Tool(t) => Some((t.kind.clone(), t.status.clone())),
+            Part::Tool(t) => Some((wire_name(&t.kind), wire_name(&t.status))),
             _ => None,
         })
         .collect();
@@ -228,7 +243,10 @@ async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
         Part::Plan { entries } => Some(entries.clone()),
         _ => None,
     });
-    assert!(plan.expect("a plan").iter().all(|e| e.status == "completed"));
+    assert!(plan
+        .expect("a plan")
+        .iter()
+        .all(|e| wire_name(&e.status) == "completed"));
     assert!(m.text().contains("you allowed the edit"));
     let usage = h.core.conversation("a").expect("conv").usage;
     assert!(usage.used > 0 && usage.size == 200_000);
@@ -243,7 +261,7 @@ async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
         .filter_map(|e| match e {
             Event::MessageDelta(d) => match &d.part {
                 // Fresh ids each turn: "read-<n>".
-                Some(Part::Tool(t)) if t.id.starts_with("read-") => Some(t.status.clone()),
+                Some(Part::Tool(t)) if t.id.starts_with("read-") => Some(wire_name(&t.status)),
                 _ => None,
             },
             _ => None,

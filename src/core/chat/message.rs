@@ -23,7 +23,7 @@ pub struct Message {
     pub done: bool,
     pub queued: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub stop_reason: Option<String>,
+    pub stop_reason: Option<acp::StopReason>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -83,8 +83,9 @@ impl Part {
 pub struct ToolCall {
     pub id: String,
     pub title: String,
-    pub kind: String,
-    pub status: String,
+    /// The protocol's closed lists, written with the protocol's names.
+    pub kind: acp::ToolKind,
+    pub status: acp::ToolCallStatus,
     /// The tool's input as compact JSON ("" when none).
     pub input: String,
     pub output: String,
@@ -111,8 +112,8 @@ pub struct Diff {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlanEntry {
     pub content: String,
-    pub priority: String,
-    pub status: String,
+    pub priority: acp::PlanEntryPriority,
+    pub status: acp::PlanEntryStatus,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -120,7 +121,25 @@ pub struct PlanEntry {
 pub struct PermissionOption {
     pub option_id: String,
     pub name: String,
-    pub kind: String,
+    pub kind: acp::PermissionOptionKind,
+}
+
+impl PermissionOption {
+    /// Allows, once or always.
+    pub fn allows(&self) -> bool {
+        matches!(
+            self.kind,
+            acp::PermissionOptionKind::AllowOnce | acp::PermissionOptionKind::AllowAlways
+        )
+    }
+
+    /// Rejects, once or always.
+    pub fn rejects(&self) -> bool {
+        matches!(
+            self.kind,
+            acp::PermissionOptionKind::RejectOnce | acp::PermissionOptionKind::RejectAlways
+        )
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
@@ -143,11 +162,12 @@ pub fn wire_name<T: Serialize>(value: &T) -> String {
     }
 }
 
-fn tool_kind(kind: &acp::ToolKind) -> String {
-    let k = wire_name(kind);
-    match k.as_str() {
-        "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" => k,
-        _ => "other".into(),
+/// The kinds the spec shows; any other (a newer protocol's) is `other`.
+fn tool_kind(kind: &acp::ToolKind) -> acp::ToolKind {
+    use acp::ToolKind as K;
+    match kind {
+        K::Read | K::Edit | K::Delete | K::Move | K::Search | K::Execute | K::Think | K::Fetch => *kind,
+        _ => K::Other,
     }
 }
 
@@ -211,7 +231,7 @@ impl From<&acp::ToolCall> for ToolCall {
             id: t.tool_call_id.to_string(),
             title: t.title.clone(),
             kind: tool_kind(&t.kind),
-            status: wire_name(&t.status),
+            status: t.status,
             input: compact(&t.raw_input),
             output: String::new(),
             locations: locations(&t.locations),
@@ -230,8 +250,8 @@ impl ToolCall {
     pub fn from_update(u: &acp::ToolCallUpdate) -> Self {
         let mut call = ToolCall {
             id: u.tool_call_id.to_string(),
-            kind: "other".into(),
-            status: "pending".into(),
+            kind: acp::ToolKind::Other,
+            status: acp::ToolCallStatus::Pending,
             ..Default::default()
         };
         call.merge(u);
@@ -244,8 +264,8 @@ impl ToolCall {
         if let Some(k) = &f.kind {
             self.kind = tool_kind(k);
         }
-        if let Some(s) = &f.status {
-            self.status = wire_name(s);
+        if let Some(s) = f.status {
+            self.status = s;
         }
         if let Some(t) = &f.title {
             self.title = t.clone();
@@ -270,8 +290,8 @@ pub fn plan_entries(p: &acp::Plan) -> Vec<PlanEntry> {
         .iter()
         .map(|e| PlanEntry {
             content: e.content.clone(),
-            priority: wire_name(&e.priority),
-            status: wire_name(&e.status),
+            priority: e.priority.clone(),
+            status: e.status.clone(),
         })
         .collect()
 }

@@ -82,7 +82,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 enum TurnEnd {
-    Stop(String),
+    Stop(acp::StopReason),
     Error(String),
 }
 
@@ -264,7 +264,7 @@ impl Chat {
             self.apply_update(agent, &sid, update);
         }
         Some(match calls::prompt(conn, &session, text).await {
-            Ok(r) => TurnEnd::Stop(message::wire_name(&r.stop_reason)),
+            Ok(r) => TurnEnd::Stop(r.stop_reason),
             Err(calls::CallError::Rpc(RpcError::Closed(reason))) => {
                 // The process ended: the supervisor's error says how.
                 let settled = self
@@ -417,7 +417,7 @@ impl Chat {
                 ));
             };
             let p = c.permissions.remove(i);
-            if option.kind.starts_with("reject") {
+            if option.rejects() {
                 c.rejections += 1;
             }
             let agent = agent.clone();
@@ -704,7 +704,7 @@ impl Chat {
                 .map(|o| PermissionOption {
                     option_id: o.option_id.to_string(),
                     name: o.name.clone(),
-                    kind: message::wire_name(&o.kind),
+                    kind: o.kind,
                 })
                 .collect(),
             rejections: c.rejections,

@@ -107,6 +107,8 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
         .build();
     let header = adw::HeaderBar::new();
     let save = gtk::Button::with_mnemonic(&gettext("_Save"));
+    // GTK 4.8 would name it "_Save Save".
+    crate::ui::a11y::set_label(&save, &gettext("Save"));
     save.add_css_class("suggested-action");
     save.set_tooltip_text(Some(&gettext("Save (Ctrl+S)")));
     header.pack_end(&save);

@@ -5,6 +5,7 @@
 use std::cell::{Cell, RefCell};
 
 use adw::prelude::MessageDialogExt;
+use agent_client_protocol_schema::v1 as acp;
 use gtk::glib;
 use gtk::prelude::*;
 use gtk::subclass::prelude::*;
@@ -202,31 +203,40 @@ fn expander(title: &str) -> gtk::Expander {
     expander
 }
 
-fn kind_icon(kind: &str) -> &'static str {
+fn kind_icon(kind: acp::ToolKind) -> &'static str {
+    use acp::ToolKind as K;
     match kind {
-        "read" => "document-open-symbolic",
-        "edit" => "document-edit-symbolic",
-        "delete" => "user-trash-symbolic",
-        "move" => "folder-symbolic",
-        "search" => "system-search-symbolic",
-        "execute" => "utilities-terminal-symbolic",
-        "think" => "dialog-information-symbolic",
-        "fetch" => "network-transmit-receive-symbolic",
+        K::Read => "document-open-symbolic",
+        K::Edit => "document-edit-symbolic",
+        K::Delete => "user-trash-symbolic",
+        K::Move => "folder-symbolic",
+        K::Search => "system-search-symbolic",
+        K::Execute => "utilities-terminal-symbolic",
+        K::Think => "dialog-information-symbolic",
+        K::Fetch => "network-transmit-receive-symbolic",
         _ => "applications-system-symbolic",
     }
 }
 
-/// The spec's tool-call and plan-entry statuses, which are also style
-/// classes (style.css).
-const STATUSES: [&str; 4] = ["pending", "in_progress", "completed", "failed"];
-
-fn status_text(status: &str) -> String {
+/// A tool call's status as shown, and its style class (style.css).
+fn tool_status(status: acp::ToolCallStatus) -> (String, &'static str) {
+    use acp::ToolCallStatus as S;
     match status {
-        "pending" => gettext("pending"),
-        "in_progress" => gettext("running…"),
-        "completed" => gettext("completed"),
-        "failed" => gettext("failed"),
-        other => visible(other).into_owned(),
+        S::Pending => (gettext("pending"), "pending"),
+        S::InProgress => (gettext("running…"), "in_progress"),
+        S::Completed => (gettext("completed"), "completed"),
+        S::Failed => (gettext("failed"), "failed"),
+        _ => (gettext("pending"), "pending"),
+    }
+}
+
+/// A plan entry's status as shown, and its icon.
+fn plan_status(status: &acp::PlanEntryStatus) -> (String, &'static str) {
+    use acp::PlanEntryStatus as S;
+    match status {
+        S::Completed => (gettext("completed"), "emblem-ok-symbolic"),
+        S::InProgress => (gettext("running…"), "media-playback-start-symbolic"),
+        _ => (gettext("pending"), "radio-symbolic"),
     }
 }
 
@@ -234,17 +244,14 @@ fn tool_card(call: &ToolCall) -> gtk::Widget {
     let card = gtk::Box::new(gtk::Orientation::Vertical, 4);
     card.add_css_class("tool-card");
     let header = gtk::Box::new(gtk::Orientation::Horizontal, 8);
-    header.append(&gtk::Image::from_icon_name(kind_icon(&call.kind)));
+    header.append(&gtk::Image::from_icon_name(kind_icon(call.kind)));
     let title = label(&format!("<b>{}</b>", escape(&call.title)));
     title.set_hexpand(true);
     header.append(&title);
-    let status = gtk::Label::new(Some(&status_text(&call.status)));
+    let (shown, class) = tool_status(call.status);
+    let status = gtk::Label::new(Some(&shown));
     status.add_css_class("status");
-    // Only known ones: a status is the agent's text, and GTK takes no
-    // empty class name (a critical) nor one holding a NUL (a panic).
-    if STATUSES.contains(&call.status.as_str()) {
-        status.add_css_class(&call.status);
-    }
+    status.add_css_class(class);
     header.append(&status);
     card.append(&header);
     if !call.locations.is_empty() {
@@ -301,16 +308,12 @@ fn plan_view(entries: &[crate::core::chat::message::PlanEntry]) -> gtk::Widget {
     )));
     for e in entries {
         let row = gtk::Box::new(gtk::Orientation::Horizontal, 8);
-        let icon = match e.status.as_str() {
-            "completed" => "emblem-ok-symbolic",
-            "in_progress" => "media-playback-start-symbolic",
-            _ => "radio-symbolic",
-        };
+        let (shown, icon) = plan_status(&e.status);
         let image = gtk::Image::from_icon_name(icon);
-        image.set_tooltip_text(Some(&status_text(&e.status)));
+        image.set_tooltip_text(Some(&shown));
         row.append(&image);
         let l = plain(&e.content);
-        if e.status == "completed" {
+        if e.status == acp::PlanEntryStatus::Completed {
             l.add_css_class("dim-label");
         }
         row.append(&l);
@@ -708,11 +711,12 @@ fn footer_text(m: &Message) -> String {
     if !m.done {
         return gettext("Answering…");
     }
-    match m.stop_reason.as_deref() {
-        Some("cancelled") => gettext("Stopped"),
-        Some("max_tokens") => gettext("Stopped: the answer reached the token limit"),
-        Some("max_turn_requests") => gettext("Stopped: too many requests in one turn"),
-        Some("refusal") => gettext("The agent refused to answer"),
+    use acp::StopReason as R;
+    match m.stop_reason {
+        Some(R::Cancelled) => gettext("Stopped"),
+        Some(R::MaxTokens) => gettext("Stopped: the answer reached the token limit"),
+        Some(R::MaxTurnRequests) => gettext("Stopped: too many requests in one turn"),
+        Some(R::Refusal) => gettext("The agent refused to answer"),
         _ => String::new(),
     }
 }

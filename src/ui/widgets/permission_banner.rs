@@ -180,7 +180,7 @@ impl PermissionBanner {
             if i < 4 {
                 button.set_tooltip_text(Some(&format!("Alt+{}", i + 1)));
             }
-            if option.kind.starts_with("allow") {
+            if option.allows() {
                 button.add_css_class("suggested-action");
             } else {
                 button.add_css_class("destructive-action");
