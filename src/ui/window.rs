@@ -612,8 +612,20 @@ fn last_answer(agent: &AgentObject) -> Option<String> {
         .rev()
         .filter_map(|i| store.item(i).and_downcast::<MessageObject>())
         .find(|m| m.with(|m| m.role == Role::Agent).unwrap_or(false))?;
-    let text = last.with(|m| m.text())?;
-    let text = crate::ui::markdown::plain_text(&text);
+    // Only the start is said: rendering a 4 MB answer would stall the
+    // window for seconds at the end of a flood.
+    let head: String = last.with(|m| {
+        m.parts
+            .iter()
+            .filter_map(|p| match p {
+                crate::core::chat::message::Part::Text { text } => Some(text.chars()),
+                _ => None,
+            })
+            .flatten()
+            .take(2000)
+            .collect()
+    })?;
+    let text = crate::ui::markdown::plain_text(&head);
     let mut short: String = text.chars().take(300).collect();
     if short.len() < text.len() {
         short.push('…');
