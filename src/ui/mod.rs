@@ -16,6 +16,7 @@
 //! - [`preferences`], [`application`].
 
 pub mod a11y;
+pub mod announcer;
 pub mod application;
 pub mod bridge;
 pub mod markdown;

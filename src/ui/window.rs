@@ -9,9 +9,8 @@ use adw::prelude::*;
 use adw::subclass::prelude::*;
 use gtk::{gio, glib};
 
-use crate::core::chat::message::Role;
 use crate::i18n::{gettext, gettext_f};
-use crate::ui::models::{AgentObject, AppModel, Lifecycle, MessageObject, PermissionObject};
+use crate::ui::models::{AgentObject, AppModel, Lifecycle};
 use crate::ui::widgets::{AgentRow, Composer, ConversationView, PermissionBanner};
 
 #[doc(hidden)]
@@ -406,7 +405,11 @@ impl ParleyWindow {
             ),
         );
         let mut handlers = vec![(agent.clone(), id)];
-        handlers.extend(self.announce_for(&agent));
+        handlers.extend(crate::ui::announcer::watch(
+            &agent,
+            &imp.permission_banner,
+            &imp.composer,
+        ));
         imp.agent_handlers.replace(handlers);
         imp.content_stack.set_visible_child_name("conversation");
         self.update_header(&agent);
@@ -416,79 +419,6 @@ impl ParleyWindow {
         if !imp.keyboard_selection.replace(false) {
             imp.composer.grab_focus();
         }
-    }
-
-    /// What a screen reader hears about the selected agent without leaving
-    /// the composer: its state, a permission request the moment it comes
-    /// (with the shortcuts that answer it), and the answer when it is done.
-    fn announce_for(&self, agent: &AgentObject) -> Vec<(AgentObject, glib::SignalHandlerId)> {
-        use crate::ui::a11y::{announce, Priority};
-        let status = agent.connect_status_notify(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |agent| {
-                let text = format!("{}: {}", agent.title(), agent.shown_as());
-                announce(&*win.imp().composer, &text, Priority::Medium);
-            }
-        ));
-        let permission = agent.connect_local(
-            "permission-requested",
-            false,
-            glib::clone!(
-                #[weak(rename_to = win)]
-                self,
-                #[upgrade_or]
-                None,
-                move |args| {
-                    let p = args.get(1).and_then(|v| v.get::<PermissionObject>().ok())?;
-                    let request = p.request();
-                    let keys: Vec<String> = request
-                        .options
-                        .iter()
-                        .take(4)
-                        .enumerate()
-                        .map(|(i, o)| format!("Alt+{}: {}", i + 1, crate::ui::markdown::visible(&o.name)))
-                        .collect();
-                    let text = gettext_f(
-                        "The agent asks to run a tool: {title}. {keys}",
-                        &[
-                            ("title", &crate::ui::markdown::visible(&request.tool_call.title)),
-                            ("keys", &keys.join(", ")),
-                        ],
-                    );
-                    announce(&*win.imp().permission_banner, &text, Priority::High);
-                    None
-                }
-            ),
-        );
-        let ended = agent.connect_local(
-            "turn-ended",
-            false,
-            glib::clone!(
-                #[weak(rename_to = win)]
-                self,
-                #[upgrade_or]
-                None,
-                move |args| {
-                    let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
-                    let text = last_answer(&agent)
-                        .map(|answer| {
-                            gettext_f(
-                                "{agent} answered: {answer}",
-                                &[("agent", &agent.title()), ("answer", &answer)],
-                            )
-                        })
-                        .unwrap_or_else(|| gettext_f("{agent} is done.", &[("agent", &agent.title())]));
-                    announce(&*win.imp().composer, &text, Priority::Medium);
-                    None
-                }
-            ),
-        );
-        vec![
-            (agent.clone(), status),
-            (agent.clone(), permission),
-            (agent.clone(), ended),
-        ]
     }
 
     /// Title, state and context meter of the selected agent.
@@ -603,32 +533,4 @@ impl ParleyWindow {
             section.append_item(&item);
         }
     }
-}
-
-/// The start of the agent's last answer (about 300 characters), as text.
-fn last_answer(agent: &AgentObject) -> Option<String> {
-    let store = agent.loaded_messages()?;
-    let last = (0..store.n_items())
-        .rev()
-        .filter_map(|i| store.item(i).and_downcast::<MessageObject>())
-        .find(|m| m.with(|m| m.role == Role::Agent).unwrap_or(false))?;
-    // Only the start is said: rendering a 4 MB answer would stall the
-    // window for seconds at the end of a flood.
-    let head: String = last.with(|m| {
-        m.parts
-            .iter()
-            .filter_map(|p| match p {
-                crate::core::chat::message::Part::Text { text } => Some(text.chars()),
-                _ => None,
-            })
-            .flatten()
-            .take(2000)
-            .collect()
-    })?;
-    let text = crate::ui::markdown::plain_text(&head);
-    let mut short: String = text.chars().take(300).collect();
-    if short.len() < text.len() {
-        short.push('…');
-    }
-    (!short.is_empty()).then_some(short)
 }

@@ -6,6 +6,7 @@ pub mod config_editor;
 pub mod conversation_view;
 pub mod diff;
 pub mod logs;
+pub mod message_parts;
 pub mod message_row;
 pub mod permission_banner;
 pub mod slash_completion;

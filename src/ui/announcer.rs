@@ -1,0 +1,117 @@
+//! What a screen reader hears about the selected agent without leaving the
+//! composer (see `a11y::announce`): its state, a permission request the
+//! moment it comes (with the keys that answer it), and the start of the
+//! answer when the turn ends.
+
+use gtk::glib;
+use gtk::prelude::*;
+
+use crate::core::chat::message::{Part, Role};
+use crate::i18n::gettext_f;
+use crate::ui::models::{AgentObject, MessageObject, PermissionObject};
+use crate::ui::widgets::{Composer, PermissionBanner};
+
+/// What a screen reader hears about the selected agent without leaving
+/// the composer: its state, a permission request the moment it comes
+/// (with the shortcuts that answer it), and the answer when it is done.
+pub fn watch(
+    agent: &AgentObject,
+    banner: &PermissionBanner,
+    composer: &Composer,
+) -> Vec<(AgentObject, glib::SignalHandlerId)> {
+    use crate::ui::a11y::{announce, Priority};
+    let status = agent.connect_status_notify(glib::clone!(
+        #[weak]
+        composer,
+        move |agent| {
+            let text = format!("{}: {}", agent.title(), agent.shown_as());
+            announce(&composer, &text, Priority::Medium);
+        }
+    ));
+    let permission = agent.connect_local(
+        "permission-requested",
+        false,
+        glib::clone!(
+            #[weak]
+            banner,
+            #[upgrade_or]
+            None,
+            move |args| {
+                let p = args.get(1).and_then(|v| v.get::<PermissionObject>().ok())?;
+                let request = p.request();
+                let keys: Vec<String> = request
+                    .options
+                    .iter()
+                    .take(4)
+                    .enumerate()
+                    .map(|(i, o)| format!("Alt+{}: {}", i + 1, crate::ui::markdown::visible(&o.name)))
+                    .collect();
+                let text = gettext_f(
+                    "The agent asks to run a tool: {title}. {keys}",
+                    &[
+                        ("title", &crate::ui::markdown::visible(&request.tool_call.title)),
+                        ("keys", &keys.join(", ")),
+                    ],
+                );
+                announce(&banner, &text, Priority::High);
+                None
+            }
+        ),
+    );
+    let ended = agent.connect_local(
+        "turn-ended",
+        false,
+        glib::clone!(
+            #[weak]
+            composer,
+            #[upgrade_or]
+            None,
+            move |args| {
+                let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+                let text = last_answer(&agent)
+                    .map(|answer| {
+                        gettext_f(
+                            "{agent} answered: {answer}",
+                            &[("agent", &agent.title()), ("answer", &answer)],
+                        )
+                    })
+                    .unwrap_or_else(|| gettext_f("{agent} is done.", &[("agent", &agent.title())]));
+                announce(&composer, &text, Priority::Medium);
+                None
+            }
+        ),
+    );
+    vec![
+        (agent.clone(), status),
+        (agent.clone(), permission),
+        (agent.clone(), ended),
+    ]
+}
+
+/// The start of the agent's last answer (about 300 characters), as text.
+fn last_answer(agent: &AgentObject) -> Option<String> {
+    let store = agent.loaded_messages()?;
+    let last = (0..store.n_items())
+        .rev()
+        .filter_map(|i| store.item(i).and_downcast::<MessageObject>())
+        .find(|m| m.with(|m| m.role == Role::Agent).unwrap_or(false))?;
+    // Only the start is said: rendering a 4 MB answer would stall the
+    // window for seconds at the end of a flood.
+    let head: String = last.with(|m| {
+        m.parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.chars()),
+                _ => None,
+            })
+            .flatten()
+            .take(2000)
+            .collect()
+    })?;
+    let text = crate::ui::markdown::plain_text(&head);
+    let mut short: String = text.chars().take(300).collect();
+    if short.len() < text.len() {
+        short.push('…');
+    }
+    (!short.is_empty()).then_some(short)
+}

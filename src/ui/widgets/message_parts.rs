@@ -1,0 +1,292 @@
+//! The pieces a message row is built of: labels for Markdown and plain
+//! text (links confirmed when misleading), code views that follow the
+//! style, expanders that the keyboard opens, tool cards and plans.
+
+use adw::prelude::MessageDialogExt;
+use agent_client_protocol_schema::v1 as acp;
+use gtk::glib;
+use gtk::prelude::*;
+use sourceview5::prelude::*;
+
+use crate::core::chat::message::{Part, ToolCall};
+use crate::i18n::{gettext, gettext_f};
+use crate::ui::markdown::{self, escape, visible, Block};
+
+pub(super) fn label(markup: &str) -> gtk::Label {
+    let l = gtk::Label::new(None);
+    l.set_markup(markup);
+    l.set_wrap(true);
+    l.set_wrap_mode(gtk::pango::WrapMode::WordChar);
+    // Without a width in characters, GTK measures a wrapping label's
+    // minimum width by laying it out a character per line: 5 ms for 1 KB
+    // (BENCHMARKS.md). Messages are never that narrow anyway.
+    l.set_width_chars(20);
+    l.set_xalign(0.0);
+    l.set_selectable(true);
+    l
+}
+
+/// A label showing `text` as it is (made visible, see `markdown::visible`).
+pub(super) fn plain(text: &str) -> gtk::Label {
+    label(&escape(text))
+}
+
+/// A label of Markdown text, with its links: each one's real target shows
+/// on hover (`markdown::render`), and opening one whose text names another
+/// address, or that leaves the web, waits for the reader to confirm it.
+pub(super) fn markdown_label(markup: &str, links: Vec<markdown::Link>) -> gtk::Label {
+    let l = label(markup);
+    if !links.is_empty() {
+        l.connect_activate_link(move |l, uri| {
+            let Some(link) = links
+                .iter()
+                .find(|k| k.target == uri && markdown::link_needs_confirmation(&k.label, &k.target))
+            else {
+                return glib::Propagation::Proceed;
+            };
+            confirm_link(l, &link.label, uri);
+            glib::Propagation::Stop
+        });
+    }
+    l
+}
+
+/// Asks before opening `uri`, showing the whole of it beside what the link
+/// said.
+pub(super) fn confirm_link(from: &gtk::Label, label: &str, uri: &str) {
+    let window = from.root().and_downcast::<gtk::Window>();
+    let body = gettext_f(
+        "The link “{label}” leads to:\n\n{uri}\n\nOpen it only if you trust this address.",
+        &[("label", label), ("uri", &visible(uri))],
+    );
+    let dialog = adw::MessageDialog::new(window.as_ref(), Some(&gettext("Open This Link?")), Some(&body));
+    dialog.add_response("cancel", &gettext("_Cancel"));
+    dialog.add_response("open", &gettext("_Open Link"));
+    dialog.set_default_response(Some("cancel"));
+    dialog.set_close_response("cancel");
+    // Gone with the window if that closes first (GTK 4.8 warns otherwise).
+    dialog.set_destroy_with_parent(true);
+    let uri = uri.to_owned();
+    dialog.connect_response(None, move |d, response| {
+        if response == "open" {
+            gtk::show_uri(d.transient_for().as_ref(), &uri, gtk::gdk::CURRENT_TIME);
+        }
+    });
+    dialog.present();
+}
+
+pub(super) fn code_view(lang: &str, text: &str) -> gtk::Widget {
+    let buffer = sourceview5::Buffer::new(None);
+    buffer.set_text(&visible(text));
+    if let Some(l) = sourceview5::LanguageManager::default().language(lang) {
+        buffer.set_language(Some(&l));
+    }
+    // The code follows the style, also when it changes while shown.
+    let style = adw::StyleManager::default();
+    follow_style(&buffer, style.is_dark());
+    let weak = buffer.downgrade();
+    let handler = style.connect_dark_notify(move |style| {
+        if let Some(buffer) = weak.upgrade() {
+            follow_style(&buffer, style.is_dark());
+        }
+    });
+    let handler = std::cell::RefCell::new(Some(handler));
+    let view = sourceview5::View::with_buffer(&buffer);
+    view.set_editable(false);
+    view.set_monospace(true);
+    view.set_wrap_mode(gtk::WrapMode::WordChar);
+    view.add_css_class("code");
+    crate::ui::a11y::set_label(&view, &gettext("Code"));
+    view.connect_destroy(move |_| {
+        if let Some(id) = handler.take() {
+            adw::StyleManager::default().disconnect(id);
+        }
+    });
+    view.upcast()
+}
+
+pub(super) fn follow_style(buffer: &sourceview5::Buffer, dark: bool) {
+    let scheme = if dark { "Adwaita-dark" } else { "Adwaita" };
+    if let Some(s) = sourceview5::StyleSchemeManager::default().scheme(scheme) {
+        buffer.set_style_scheme(Some(&s));
+    }
+}
+
+/// An expander with a real name for screen readers (GTK 4.8 would say
+/// "GtkExpander"), opened and closed with Space and Enter too: inside a
+/// list row, the row's own key bindings would otherwise take them.
+pub(super) fn expander(title: &str) -> gtk::Expander {
+    let expander = gtk::Expander::new(Some(title));
+    crate::ui::a11y::set_label(&expander, title);
+    let keys = gtk::EventControllerKey::new();
+    keys.set_propagation_phase(gtk::PropagationPhase::Capture);
+    keys.connect_key_pressed(glib::clone!(
+        #[weak]
+        expander,
+        #[upgrade_or]
+        glib::Propagation::Proceed,
+        move |_, key, _, state| {
+            use gtk::gdk::Key;
+            let plain =
+                !state.intersects(gtk::gdk::ModifierType::CONTROL_MASK | gtk::gdk::ModifierType::ALT_MASK);
+            // Not when the focus is in what it shows (a selectable label).
+            let in_child = expander
+                .child()
+                .zip(expander.root().and_then(|r| r.focus()))
+                .is_some_and(|(child, focus)| focus == child || focus.is_ancestor(&child));
+            if plain && !in_child && matches!(key, Key::space | Key::Return | Key::KP_Enter | Key::KP_Space) {
+                expander.set_expanded(!expander.is_expanded());
+                return glib::Propagation::Stop;
+            }
+            glib::Propagation::Proceed
+        }
+    ));
+    expander.add_controller(keys);
+    expander
+}
+
+pub(super) fn kind_icon(kind: acp::ToolKind) -> &'static str {
+    use acp::ToolKind as K;
+    match kind {
+        K::Read => "document-open-symbolic",
+        K::Edit => "document-edit-symbolic",
+        K::Delete => "user-trash-symbolic",
+        K::Move => "folder-symbolic",
+        K::Search => "system-search-symbolic",
+        K::Execute => "utilities-terminal-symbolic",
+        K::Think => "dialog-information-symbolic",
+        K::Fetch => "network-transmit-receive-symbolic",
+        _ => "applications-system-symbolic",
+    }
+}
+
+/// A tool call's status as shown, and its style class (style.css).
+pub(super) fn tool_status(status: acp::ToolCallStatus) -> (String, &'static str) {
+    use acp::ToolCallStatus as S;
+    match status {
+        S::Pending => (gettext("pending"), "pending"),
+        S::InProgress => (gettext("running…"), "in_progress"),
+        S::Completed => (gettext("completed"), "completed"),
+        S::Failed => (gettext("failed"), "failed"),
+        _ => (gettext("pending"), "pending"),
+    }
+}
+
+/// A plan entry's status as shown, and its icon.
+pub(super) fn plan_status(status: &acp::PlanEntryStatus) -> (String, &'static str) {
+    use acp::PlanEntryStatus as S;
+    match status {
+        S::Completed => (gettext("completed"), "emblem-ok-symbolic"),
+        S::InProgress => (gettext("running…"), "media-playback-start-symbolic"),
+        _ => (gettext("pending"), "radio-symbolic"),
+    }
+}
+
+pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
+    let card = gtk::Box::new(gtk::Orientation::Vertical, 4);
+    card.add_css_class("tool-card");
+    let header = gtk::Box::new(gtk::Orientation::Horizontal, 8);
+    header.append(&gtk::Image::from_icon_name(kind_icon(call.kind)));
+    let title = label(&format!("<b>{}</b>", escape(&call.title)));
+    title.set_hexpand(true);
+    header.append(&title);
+    let (shown, class) = tool_status(call.status);
+    let status = gtk::Label::new(Some(&shown));
+    status.add_css_class("status");
+    status.add_css_class(class);
+    header.append(&status);
+    card.append(&header);
+    if !call.locations.is_empty() {
+        let text: Vec<String> = call
+            .locations
+            .iter()
+            .map(|l| match l.line {
+                Some(n) => format!("{}:{n}", l.path),
+                None => l.path.clone(),
+            })
+            .collect();
+        let l = plain(&text.join("\n"));
+        l.add_css_class("dim-label");
+        l.add_css_class("caption");
+        card.append(&l);
+    }
+    for d in &call.diffs {
+        let mut markup = String::new();
+        for (kind, line) in crate::ui::widgets::diff::lines(&d.old_text, &d.new_text) {
+            let esc = escape(&line);
+            match kind {
+                '+' => markup.push_str(&format!("<span foreground=\"#26a269\">+{esc}</span>\n")),
+                '-' => markup.push_str(&format!("<span foreground=\"#e01b24\">-{esc}</span>\n")),
+                _ => markup.push_str(&format!(" {esc}\n")),
+            }
+        }
+        let path = visible(&d.path);
+        let title = if d.new_file {
+            gettext_f("New file {path}", &[("path", &path)])
+        } else {
+            gettext_f("Changes to {path}", &[("path", &path)])
+        };
+        let expander = expander(&title);
+        expander.set_expanded(true);
+        let l = label(&format!("<tt>{}</tt>", markup.trim_end()));
+        expander.set_child(Some(&l));
+        card.append(&expander);
+    }
+    if !call.output.is_empty() {
+        let expander = expander(&gettext("Output"));
+        let l = label(&format!("<tt>{}</tt>", escape(&call.output)));
+        expander.set_child(Some(&l));
+        card.append(&expander);
+    }
+    card.upcast()
+}
+
+pub(super) fn plan_view(entries: &[crate::core::chat::message::PlanEntry]) -> gtk::Widget {
+    let b = gtk::Box::new(gtk::Orientation::Vertical, 2);
+    b.add_css_class("tool-card");
+    b.append(&label(&format!(
+        "<b>{}</b>",
+        glib::markup_escape_text(&gettext("Plan"))
+    )));
+    for e in entries {
+        let row = gtk::Box::new(gtk::Orientation::Horizontal, 8);
+        let (shown, icon) = plan_status(&e.status);
+        let image = gtk::Image::from_icon_name(icon);
+        image.set_tooltip_text(Some(&shown));
+        row.append(&image);
+        let l = plain(&e.content);
+        if e.status == acp::PlanEntryStatus::Completed {
+            l.add_css_class("dim-label");
+        }
+        row.append(&l);
+        b.append(&row);
+    }
+    b.upcast()
+}
+
+pub(super) fn append_markdown(target: &gtk::Box, md: &str) {
+    for block in markdown::render(md) {
+        match block {
+            Block::Markup { markup, links } => target.append(&markdown_label(&markup, links)),
+            Block::Code { lang, text } => target.append(&code_view(&lang, &text)),
+        }
+    }
+}
+
+/// The widget of a part that is not streamed text.
+pub(super) fn part_widget(part: &Part) -> gtk::Widget {
+    match part {
+        // A user's text is shown as typed; an agent's is streamed Markdown
+        // (a TextSlot) and never reaches here.
+        Part::Text { text } => plain(text).upcast(),
+        Part::Thought { text } => {
+            let expander = expander(&gettext("Thinking"));
+            let l = plain(text);
+            l.add_css_class("dim-label");
+            expander.set_child(Some(&l));
+            expander.upcast()
+        }
+        Part::Tool(call) => tool_card(call),
+        Part::Plan { entries } => plan_view(entries),
+    }
+}
