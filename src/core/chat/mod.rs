@@ -3,6 +3,9 @@
 //! agent sent them.
 
 pub mod message;
+mod updates;
+
+use updates::find_tool;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,8 +18,7 @@ use serde_json::Value;
 
 use crate::core::acp::{calls, Responder, RpcError};
 use crate::core::events::{
-    self, Event, EventSender, MessageDelta, MessageUpdated, PermissionRequest, PermissionResolved,
-    TurnChanged, UsageChanged,
+    self, Event, EventSender, MessageUpdated, PermissionRequest, PermissionResolved, TurnChanged,
 };
 use crate::core::supervisor::{AgentClient, Supervisor};
 use crate::i18n::{gettext, gettext_f};
@@ -495,154 +497,12 @@ impl Chat {
             }
             return;
         }
-        use acp::SessionUpdate as U;
-        match update {
-            U::UsageUpdate(u) => {
-                c.usage = Usage {
-                    used: u.used,
-                    size: u.size,
-                };
-                self.emit(Event::UsageChanged(UsageChanged {
-                    agent: agent.to_owned(),
-                    usage: c.usage,
-                }));
-            }
-            U::AvailableCommandsUpdate(u) => {
-                c.commands = u
-                    .available_commands
-                    .iter()
-                    .map(|a| Command {
-                        name: a.name.clone(),
-                        description: a.description.clone(),
-                    })
-                    .collect();
-            }
-            U::AgentMessageChunk(chunk) => {
-                self.append_text(agent, c, false, message::into_text(chunk.content))
-            }
-            U::AgentThoughtChunk(chunk) => {
-                self.append_text(agent, c, true, message::into_text(chunk.content))
-            }
-            U::ToolCall(t) => {
-                // A new call: an id seen in an earlier turn starts a card in
-                // this one (agents reuse ids), never reopens the old card.
-                let call = ToolCall::from(&t);
-                self.put_tool(agent, c, call, true);
-            }
-            U::ToolCallUpdate(u) => {
-                let existing = find_tool(c, &u.tool_call_id.to_string());
-                let call = match existing {
-                    Some(mut call) => {
-                        call.merge(&u);
-                        call
-                    }
-                    None => ToolCall::from_update(&u),
-                };
-                self.put_tool(agent, c, call, false);
-            }
-            U::Plan(p) => {
-                let entries = message::plan_entries(&p);
-                let (mi, m) = target_message(c, agent, || self.next_id("m"));
-                let index = m
-                    .parts
-                    .iter()
-                    .position(|p| matches!(p, Part::Plan { .. }))
-                    .unwrap_or(m.parts.len());
-                let part = Part::Plan { entries };
-                set_part(m, index, part.clone());
-                let id = m.id.clone();
-                let _ = mi;
-                self.emit(Event::MessageDelta(MessageDelta {
-                    agent: agent.to_owned(),
-                    message_id: id,
-                    index,
-                    kind: "plan",
-                    text: None,
-                    part: Some(part),
-                }));
-            }
-            U::UserMessageChunk(_) => tracing::debug!(agent, "user message chunk (replay) ignored"),
-            other => {
-                drop(convs);
-                let kind = message::wire_name(
-                    &serde_json::to_value(&other)
-                        .ok()
-                        .and_then(|v| v.get("sessionUpdate").cloned()),
-                );
-                tracing::debug!(agent, kind, "session update not shown");
-            }
+        let mut next_id = || self.next_id("m");
+        let mut emit = |e: Event| self.emit(e);
+        if let Some(kind) = c.apply(agent, update, &mut next_id, &mut emit) {
+            drop(convs);
+            tracing::debug!(agent, kind, "session update not shown");
         }
-    }
-
-    fn append_text(&self, agent: &str, c: &mut Conv, thought: bool, text: String) {
-        let (_, m) = target_message(c, agent, || self.next_id("m"));
-        let last_matches = match m.parts.last() {
-            Some(Part::Text { .. }) => !thought,
-            Some(Part::Thought { .. }) => thought,
-            _ => false,
-        };
-        if !last_matches {
-            m.parts.push(if thought {
-                Part::Thought { text: String::new() }
-            } else {
-                Part::Text { text: String::new() }
-            });
-        }
-        let index = m.parts.len() - 1;
-        if let Some(Part::Text { text: t } | Part::Thought { text: t }) = m.parts.last_mut() {
-            t.push_str(&text);
-        }
-        self.emit(Event::MessageDelta(MessageDelta {
-            agent: agent.to_owned(),
-            message_id: m.id.clone(),
-            index,
-            kind: if thought { "thought" } else { "text" },
-            text: Some(text),
-            part: None,
-        }));
-    }
-
-    /// Puts `call` where it last appeared (within this turn only, for
-    /// `this_turn`), else as a new part of the target message.
-    fn put_tool(&self, agent: &str, c: &mut Conv, call: ToolCall, this_turn: bool) {
-        let turn_start = if this_turn {
-            c.messages
-                .iter()
-                .rposition(|m| m.role == Role::User && !m.queued)
-                .map_or(0, |i| i + 1)
-        } else {
-            0
-        };
-        let found = c
-            .messages
-            .iter()
-            .enumerate()
-            .skip(turn_start)
-            .rev()
-            .find_map(|(mi, m)| {
-                m.parts
-                    .iter()
-                    .position(|p| matches!(p, Part::Tool(t) if t.id == call.id))
-                    .map(|pi| (mi, pi))
-            });
-        let (m, index) = match found {
-            Some((mi, pi)) => (&mut c.messages[mi], pi),
-            None => {
-                let (_, m) = target_message(c, agent, || self.next_id("m"));
-                let n = m.parts.len();
-                (m, n)
-            }
-        };
-        let part = Part::Tool(call);
-        set_part(m, index, part.clone());
-        self.emit(Event::MessageDelta(MessageDelta {
-            agent: agent.to_owned(),
-            message_id: m.id.clone(),
-            index,
-            kind: "tool",
-            text: None,
-            part: Some(part),
-        }));
     }
 
     fn permission_request(&self, agent: &str, params: &RawValue, responder: Responder) {
@@ -686,7 +546,8 @@ impl Chat {
             }
             None => ToolCall::from_update(&req.tool_call),
         };
-        self.put_tool(agent, c, call.clone(), false);
+        let mut next_id = || self.next_id("m");
+        c.put_tool(agent, call.clone(), false, &mut next_id, &mut |e| self.emit(e));
         let message_id = c
             .current
             .and_then(|i| c.messages.get(i))
@@ -731,44 +592,6 @@ impl Chat {
             }));
         }
     }
-}
-
-fn find_tool(c: &Conv, id: &str) -> Option<ToolCall> {
-    c.messages.iter().rev().find_map(|m| {
-        m.parts.iter().find_map(|p| match p {
-            Part::Tool(t) if t.id == id => Some(t.clone()),
-            _ => None,
-        })
-    })
-}
-
-fn set_part(m: &mut Message, index: usize, part: Part) {
-    if index < m.parts.len() {
-        m.parts[index] = part;
-    } else {
-        m.parts.push(part);
-    }
-}
-
-/// The message an update goes to: the one being streamed, else the last
-/// agent message (late updates after the prompt's answer are kept there),
-/// else a new agent message.
-fn target_message<'a>(
-    c: &'a mut Conv,
-    agent: &str,
-    new_id: impl FnOnce() -> String,
-) -> (usize, &'a mut Message) {
-    let i = match c
-        .current
-        .or_else(|| c.messages.iter().rposition(|m| m.role == Role::Agent))
-    {
-        Some(i) => i,
-        None => {
-            c.messages.push(Message::new(new_id(), agent, Role::Agent));
-            c.messages.len() - 1
-        }
-    };
-    (i, &mut c.messages[i])
 }
 
 /// Names what was wrong with a session update that did not decode: an

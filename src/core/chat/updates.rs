@@ -1,0 +1,392 @@
+//! Applying the agent's session updates to a conversation: text and thought
+//! chunks, tool calls and their updates, plans, usage and commands. Pure:
+//! no tokio, no I/O; new ids come from `next_id` and the events that tell
+//! the window go to `out` (the unit tests below collect them).
+
+use agent_client_protocol_schema::v1 as acp;
+
+use super::message::{self, Command, Message, Part, Role, ToolCall, Usage};
+use super::Conv;
+use crate::core::events::{Event, MessageDelta, UsageChanged};
+
+// `next_id` (where new message ids come from) and `out` (where the events
+// go) are generic, not `dyn`: this runs for every chunk of every answer,
+// and the calls inline.
+
+impl Conv {
+    /// Applies one update of the conversation's session. Returns the kind
+    /// of an update that is not shown (for the log), else `None`.
+    #[inline]
+    pub(super) fn apply(
+        &mut self,
+        agent: &str,
+        update: acp::SessionUpdate,
+        next_id: &mut impl FnMut() -> String,
+        out: &mut impl FnMut(Event),
+    ) -> Option<String> {
+        use acp::SessionUpdate as U;
+        match update {
+            U::UsageUpdate(u) => {
+                self.usage = Usage {
+                    used: u.used,
+                    size: u.size,
+                };
+                out(Event::UsageChanged(UsageChanged {
+                    agent: agent.to_owned(),
+                    usage: self.usage,
+                }));
+            }
+            U::AvailableCommandsUpdate(u) => {
+                self.commands = u
+                    .available_commands
+                    .iter()
+                    .map(|a| Command {
+                        name: a.name.clone(),
+                        description: a.description.clone(),
+                    })
+                    .collect();
+            }
+            U::AgentMessageChunk(chunk) => {
+                self.append_text(agent, false, message::into_text(chunk.content), next_id, out)
+            }
+            U::AgentThoughtChunk(chunk) => {
+                self.append_text(agent, true, message::into_text(chunk.content), next_id, out)
+            }
+            U::ToolCall(t) => {
+                // A new call: an id seen in an earlier turn starts a card in
+                // this one (agents reuse ids), never reopens the old card.
+                let call = ToolCall::from(&t);
+                self.put_tool(agent, call, true, next_id, out);
+            }
+            U::ToolCallUpdate(u) => {
+                let existing = find_tool(self, &u.tool_call_id.to_string());
+                let call = match existing {
+                    Some(mut call) => {
+                        call.merge(&u);
+                        call
+                    }
+                    None => ToolCall::from_update(&u),
+                };
+                self.put_tool(agent, call, false, next_id, out);
+            }
+            U::Plan(p) => {
+                let entries = message::plan_entries(&p);
+                let (_, m) = target_message(self, agent, next_id);
+                let index = m
+                    .parts
+                    .iter()
+                    .position(|p| matches!(p, Part::Plan { .. }))
+                    .unwrap_or(m.parts.len());
+                let part = Part::Plan { entries };
+                set_part(m, index, part.clone());
+                let id = m.id.clone();
+                out(Event::MessageDelta(MessageDelta {
+                    agent: agent.to_owned(),
+                    message_id: id,
+                    index,
+                    kind: "plan",
+                    text: None,
+                    part: Some(part),
+                }));
+            }
+            U::UserMessageChunk(_) => tracing::debug!(agent, "user message chunk (replay) ignored"),
+            other => {
+                return Some(message::wire_name(
+                    &serde_json::to_value(&other)
+                        .ok()
+                        .and_then(|v| v.get("sessionUpdate").cloned()),
+                ));
+            }
+        }
+        None
+    }
+
+    fn append_text(
+        &mut self,
+        agent: &str,
+        thought: bool,
+        text: String,
+        next_id: &mut impl FnMut() -> String,
+        out: &mut impl FnMut(Event),
+    ) {
+        let (_, m) = target_message(self, agent, next_id);
+        let last_matches = match m.parts.last() {
+            Some(Part::Text { .. }) => !thought,
+            Some(Part::Thought { .. }) => thought,
+            _ => false,
+        };
+        if !last_matches {
+            m.parts.push(if thought {
+                Part::Thought { text: String::new() }
+            } else {
+                Part::Text { text: String::new() }
+            });
+        }
+        let index = m.parts.len() - 1;
+        if let Some(Part::Text { text: t } | Part::Thought { text: t }) = m.parts.last_mut() {
+            t.push_str(&text);
+        }
+        out(Event::MessageDelta(MessageDelta {
+            agent: agent.to_owned(),
+            message_id: m.id.clone(),
+            index,
+            kind: if thought { "thought" } else { "text" },
+            text: Some(text),
+            part: None,
+        }));
+    }
+
+    /// Puts `call` where it last appeared (within this turn only, for
+    /// `this_turn`), else as a new part of the target message.
+    pub(super) fn put_tool(
+        &mut self,
+        agent: &str,
+        call: ToolCall,
+        this_turn: bool,
+        next_id: &mut impl FnMut() -> String,
+        out: &mut impl FnMut(Event),
+    ) {
+        let c = self;
+        let turn_start = if this_turn {
+            c.messages
+                .iter()
+                .rposition(|m| m.role == Role::User && !m.queued)
+                .map_or(0, |i| i + 1)
+        } else {
+            0
+        };
+        let found = c
+            .messages
+            .iter()
+            .enumerate()
+            .skip(turn_start)
+            .rev()
+            .find_map(|(mi, m)| {
+                m.parts
+                    .iter()
+                    .position(|p| matches!(p, Part::Tool(t) if t.id == call.id))
+                    .map(|pi| (mi, pi))
+            });
+        let (m, index) = match found {
+            Some((mi, pi)) => (&mut c.messages[mi], pi),
+            None => {
+                let (_, m) = target_message(c, agent, next_id);
+                let n = m.parts.len();
+                (m, n)
+            }
+        };
+        let part = Part::Tool(call);
+        set_part(m, index, part.clone());
+        out(Event::MessageDelta(MessageDelta {
+            agent: agent.to_owned(),
+            message_id: m.id.clone(),
+            index,
+            kind: "tool",
+            text: None,
+            part: Some(part),
+        }));
+    }
+}
+
+pub(super) fn find_tool(c: &Conv, id: &str) -> Option<ToolCall> {
+    c.messages.iter().rev().find_map(|m| {
+        m.parts.iter().find_map(|p| match p {
+            Part::Tool(t) if t.id == id => Some(t.clone()),
+            _ => None,
+        })
+    })
+}
+
+fn set_part(m: &mut Message, index: usize, part: Part) {
+    if index < m.parts.len() {
+        m.parts[index] = part;
+    } else {
+        m.parts.push(part);
+    }
+}
+
+/// The message an update goes to: the one being streamed, else the last
+/// agent message (late updates after the prompt's answer are kept there),
+/// else a new agent message.
+fn target_message<'a>(
+    c: &'a mut Conv,
+    agent: &str,
+    new_id: &mut impl FnMut() -> String,
+) -> (usize, &'a mut Message) {
+    let i = match c
+        .current
+        .or_else(|| c.messages.iter().rposition(|m| m.role == Role::Agent))
+    {
+        Some(i) => i,
+        None => {
+            c.messages.push(Message::new(new_id(), agent, Role::Agent));
+            c.messages.len() - 1
+        }
+    };
+    (i, &mut c.messages[i])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A conversation with a user message and the agent message being
+    /// streamed, as a turn leaves it.
+    fn conv() -> Conv {
+        let mut c = Conv::default();
+        c.messages.push(Message::new("u1".into(), "a", Role::User));
+        c.messages.push(Message::new("m1".into(), "a", Role::Agent));
+        c.current = Some(1);
+        c
+    }
+
+    fn update(v: serde_json::Value) -> acp::SessionUpdate {
+        serde_json::from_value(v).expect("a session update")
+    }
+
+    /// Applies `updates` and returns the events.
+    fn apply(c: &mut Conv, updates: Vec<serde_json::Value>) -> Vec<Event> {
+        let mut events = Vec::new();
+        let mut n = 0;
+        for u in updates {
+            let mut ids = || {
+                n += 1;
+                format!("new{n}")
+            };
+            let _ = c.apply("a", update(u), &mut ids, &mut |e| events.push(e));
+        }
+        events
+    }
+
+    fn text(t: &str) -> serde_json::Value {
+        json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": t}})
+    }
+
+    #[test]
+    fn chunks_grow_one_part_and_a_thought_starts_another() {
+        let mut c = conv();
+        let events = apply(
+            &mut c,
+            vec![
+                text("Hel"),
+                text("lo"),
+                json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hm"}}),
+                text("!"),
+            ],
+        );
+        assert_eq!(
+            c.messages[1].parts,
+            vec![
+                Part::Text { text: "Hello".into() },
+                Part::Thought { text: "hm".into() },
+                Part::Text { text: "!".into() },
+            ]
+        );
+        let deltas: Vec<(usize, &str, Option<&str>)> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::MessageDelta(d) if d.message_id == "m1" => Some((d.index, d.kind, d.text.as_deref())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            deltas,
+            vec![
+                (0, "text", Some("Hel")),
+                (0, "text", Some("lo")),
+                (1, "thought", Some("hm")),
+                (2, "text", Some("!"))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_tool_call_and_its_updates_are_one_part() {
+        let mut c = conv();
+        apply(
+            &mut c,
+            vec![
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "Read", "kind": "read", "status": "pending"}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed"}),
+            ],
+        );
+        let tools: Vec<&ToolCall> = c.messages[1]
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Tool(t) => Some(t),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(tools.len(), 1);
+        assert_eq!(tools[0].title, "Read");
+        assert_eq!(tools[0].kind, acp::ToolKind::Read);
+        assert_eq!(tools[0].status, acp::ToolCallStatus::Completed);
+    }
+
+    #[test]
+    fn a_tool_call_id_of_an_earlier_turn_starts_a_new_card() {
+        let mut c = conv();
+        let call = |title: &str| json!({"sessionUpdate": "tool_call", "toolCallId": "same", "title": title, "status": "completed"});
+        apply(&mut c, vec![call("first")]);
+        // The next turn: a user message and a new agent message.
+        c.messages.push(Message::new("u2".into(), "a", Role::User));
+        c.messages.push(Message::new("m2".into(), "a", Role::Agent));
+        c.current = Some(3);
+        apply(&mut c, vec![call("second")]);
+        let title = |i: usize| match c.messages[i].parts.first() {
+            Some(Part::Tool(t)) => t.title.clone(),
+            other => format!("{other:?}"),
+        };
+        assert_eq!((title(1), title(3)), ("first".to_string(), "second".to_string()));
+    }
+
+    #[test]
+    fn usage_is_kept_and_told_and_a_plan_replaces_the_plan() {
+        let mut c = conv();
+        let plan = |status: &str| {
+            json!({"sessionUpdate": "plan", "entries": [
+                {"content": "step", "priority": "high", "status": status}
+            ]})
+        };
+        let events = apply(
+            &mut c,
+            vec![
+                json!({"sessionUpdate": "usage_update", "used": 10, "size": 100}),
+                plan("pending"),
+                plan("completed"),
+            ],
+        );
+        assert_eq!(c.usage, Usage { used: 10, size: 100 });
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, Event::UsageChanged(u) if u.usage.used == 10)));
+        let plans: Vec<&Part> = c.messages[1]
+            .parts
+            .iter()
+            .filter(|p| matches!(p, Part::Plan { .. }))
+            .collect();
+        assert_eq!(plans.len(), 1, "one plan part");
+        assert!(
+            matches!(plans[0], Part::Plan { entries } if entries[0].status == acp::PlanEntryStatus::Completed)
+        );
+    }
+
+    #[test]
+    fn without_a_streamed_message_updates_start_one_and_unshown_kinds_are_named() {
+        let mut c = Conv::default();
+        apply(&mut c, vec![text("late")]);
+        assert_eq!(c.messages.len(), 1);
+        assert_eq!(c.messages[0].id, "new1");
+        assert_eq!(c.messages[0].role, Role::Agent);
+        let mut none = || String::new();
+        let unshown = c.apply(
+            "a",
+            update(json!({"sessionUpdate": "current_mode_update", "currentModeId": "ask"})),
+            &mut none,
+            &mut |_| {},
+        );
+        assert_eq!(unshown.as_deref(), Some("current_mode_update"));
+    }
+}
