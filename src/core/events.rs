@@ -9,45 +9,43 @@ use crate::core::chat::message::{Message, Part, PermissionOption, ToolCall, Usag
 use crate::core::config::Problem;
 use crate::core::supervisor::lifecycle::AgentState;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(tag = "event", content = "payload")]
-pub enum Event {
-    #[serde(rename = "config:changed")]
-    ConfigChanged(ConfigChanged),
-    #[serde(rename = "agent:state")]
-    AgentState(AgentStateChanged),
-    #[serde(rename = "agent:log")]
-    AgentLog(AgentLog),
-    #[serde(rename = "message:updated")]
-    MessageUpdated(MessageUpdated),
-    #[serde(rename = "message:delta")]
-    MessageDelta(MessageDelta),
-    #[serde(rename = "turn:changed")]
-    TurnChanged(TurnChanged),
-    #[serde(rename = "permission:requested")]
-    PermissionRequested(PermissionRequest),
-    #[serde(rename = "permission:resolved")]
-    PermissionResolved(PermissionResolved),
-    #[serde(rename = "usage:changed")]
-    UsageChanged(UsageChanged),
+/// The events and their spec names, written once: the macro makes both the
+/// serde names and [`Event::name`].
+macro_rules! events {
+    ($($variant:ident($payload:ty) = $name:literal,)*) => {
+        #[derive(Debug, Clone, Serialize, PartialEq)]
+        #[serde(tag = "event", content = "payload")]
+        pub enum Event {
+            $(#[serde(rename = $name)] $variant($payload),)*
+        }
+
+        impl Event {
+            /// The spec's name of the event, e.g. `agent:state`.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $(Event::$variant(_) => $name,)*
+                }
+            }
+
+            /// Every event name, in the spec's order.
+            pub const NAMES: &'static [&'static str] = &[$($name,)*];
+        }
+    };
+}
+
+events! {
+    ConfigChanged(ConfigChanged) = "config:changed",
+    AgentState(AgentStateChanged) = "agent:state",
+    AgentLog(AgentLog) = "agent:log",
+    MessageUpdated(MessageUpdated) = "message:updated",
+    MessageDelta(MessageDelta) = "message:delta",
+    TurnChanged(TurnChanged) = "turn:changed",
+    PermissionRequested(PermissionRequest) = "permission:requested",
+    PermissionResolved(PermissionResolved) = "permission:resolved",
+    UsageChanged(UsageChanged) = "usage:changed",
 }
 
 impl Event {
-    /// The spec's name of the event, e.g. `agent:state`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Event::ConfigChanged(_) => "config:changed",
-            Event::AgentState(_) => "agent:state",
-            Event::AgentLog(_) => "agent:log",
-            Event::MessageUpdated(_) => "message:updated",
-            Event::MessageDelta(_) => "message:delta",
-            Event::TurnChanged(_) => "turn:changed",
-            Event::PermissionRequested(_) => "permission:requested",
-            Event::PermissionResolved(_) => "permission:resolved",
-            Event::UsageChanged(_) => "usage:changed",
-        }
-    }
-
     /// The agent the event concerns, if any.
     pub fn agent(&self) -> Option<&str> {
         match self {
@@ -150,4 +148,23 @@ pub fn channel() -> (EventSender, EventReceiver) {
 /// worth stopping anything for.
 pub fn emit(tx: &EventSender, event: Event) {
     let _ = tx.try_send(event);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wire_name_is_the_name() {
+        let e = Event::AgentLog(AgentLog {
+            agent: "a".into(),
+            line: "l".into(),
+        });
+        let wire = serde_json::to_value(&e).expect("json");
+        assert_eq!(wire["event"], e.name());
+        assert_eq!(Event::NAMES.len(), 9);
+        let mut names = Event::NAMES.to_vec();
+        names.dedup();
+        assert_eq!(names.len(), 9, "distinct");
+    }
 }
