@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use adw::prelude::*;
-use adw::subclass::prelude::ObjectSubclassIsExt;
 use gtk::glib;
 use parley::core::services::{Core, Options};
 use parley::ui::window::ParleyWindow;
@@ -138,15 +137,14 @@ fn close(f: Fixture) {
 
 fn smoke(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(false))?;
-    let imp = f.win.imp();
     if f.win.title().as_deref() != Some("Parley") {
         return Err(format!("title {:?}", f.win.title()));
     }
-    let page = imp.sidebar_stack.visible_child_name().unwrap_or_default();
+    let page = f.win.sidebar_page();
     if page != "empty" {
         return Err(format!("the Agents sidebar shows {page}, not its empty state"));
     }
-    if !texts(imp.sidebar.upcast_ref()).iter().any(|t| t == "No Agents") {
+    if !texts(&f.win.sidebar()).iter().any(|t| t == "No Agents") {
         return Err("no \"No Agents\" status page".into());
     }
     save_png(&f.win, "01-empty")?;
@@ -155,13 +153,12 @@ fn smoke(app: &adw::Application) -> Result<(), String> {
 }
 
 fn select_demo(f: &Fixture) -> Result<(), String> {
-    let imp = f.win.imp();
     spin_until("the demo agent in the sidebar", Duration::from_secs(5), || {
-        imp.agents_view.model().is_some_and(|m| m.n_items() == 1)
+        f.win.model().agents().n_items() == 1
     })?;
     f.win.select_agent("demo");
     spin_until("the conversation page", Duration::from_secs(5), || {
-        imp.content_stack.visible_child_name().as_deref() == Some("conversation")
+        f.win.content_page() == "conversation"
     })
 }
 

@@ -240,6 +240,29 @@ impl ParleyWindow {
         self.imp().composer.get()
     }
 
+    /// Which page the sidebar shows: "empty" or "list".
+    pub fn sidebar_page(&self) -> String {
+        self.imp()
+            .sidebar_stack
+            .visible_child_name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
+    }
+
+    /// The sidebar (for tests reading what it shows).
+    pub fn sidebar(&self) -> gtk::Widget {
+        self.imp().sidebar.get().upcast()
+    }
+
+    /// Which page the content shows: "empty" or "conversation".
+    pub fn content_page(&self) -> String {
+        self.imp()
+            .content_stack
+            .visible_child_name()
+            .map(|n| n.to_string())
+            .unwrap_or_default()
+    }
+
     // ---- agents ----
 
     pub fn agent(&self, name: &str) -> Option<AgentObject> {
