@@ -207,6 +207,8 @@ impl ParleyWindow {
         let toast = adw::Toast::new(&glib::markup_escape_text(text));
         toast.set_timeout(6);
         self.imp().toast_overlay.add_toast(toast);
+        // Toasts are not read out by GTK 4.8 on their own.
+        crate::ui::a11y::announce(self, text, crate::ui::a11y::Priority::Medium);
     }
 
     fn restore_size(&self) {

@@ -270,6 +270,12 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
                     e.saved.replace(saved_text);
                     e.reload_revealer.set_reveal_child(false);
                     toast(&parent, &gettext("Configuration saved"));
+                    // Heard in the editor too, where the focus is.
+                    crate::ui::a11y::announce(
+                        &e.view,
+                        &gettext("Configuration saved"),
+                        crate::ui::a11y::Priority::Medium,
+                    );
                 }
                 Ok(problems) => show_problems(&e, &problems),
                 Err(err) => toast(&parent, &err),
@@ -400,7 +406,20 @@ fn show_problems(e: &Rc<Editor>, problems: &[Problem]) {
     }
     let mut marks = Vec::new();
     let errors = problems.iter().filter(|p| !p.warning).count();
+    // A problem that appears (or goes) is said, as a sighted user sees the
+    // underline and the list change.
+    let was_valid = e.save.is_sensitive();
     e.save.set_sensitive(errors == 0);
+    if let Some(first) = problems.iter().find(|p| !p.warning).filter(|_| was_valid) {
+        crate::ui::a11y::announce(
+            &e.view,
+            &gettext_f(
+                "Line {line}: {message}",
+                &[("line", &first.line.to_string()), ("message", &first.message)],
+            ),
+            crate::ui::a11y::Priority::Medium,
+        );
+    }
     for p in problems {
         let line = (p.line.saturating_sub(1)) as i32;
         let col = (p.column.saturating_sub(1)) as i32;
