@@ -325,9 +325,19 @@ impl Core {
         let to = |v: Result<Value, serde_json::Error>| v.map_err(|e| e.to_string());
         match method {
             "AgentService.List" => to(serde_json::to_value(self.agent_list())),
-            "AgentService.Start" => self.supervisor.start(&s(0)?).await.map(|_| Value::Null),
+            "AgentService.Start" => self
+                .supervisor
+                .start(&s(0)?)
+                .await
+                .map(|_| Value::Null)
+                .map_err(String::from),
             "AgentService.Stop" => self.supervisor.stop(&s(0)?).await.map(|_| Value::Null),
-            "AgentService.Restart" => self.supervisor.restart(&s(0)?).await.map(|_| Value::Null),
+            "AgentService.Restart" => self
+                .supervisor
+                .restart(&s(0)?)
+                .await
+                .map(|_| Value::Null)
+                .map_err(String::from),
             "AgentService.Logs" => to(serde_json::to_value(self.supervisor.logs(&s(0)?)?)),
             "ChatService.Send" => self.chat.send(&s(0)?, &s(1)?).map(Value::String),
             "ChatService.Cancel" => self.chat.cancel(&s(0)?).map(|_| Value::Null),

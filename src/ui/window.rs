@@ -498,7 +498,7 @@ impl ParleyWindow {
                     win,
                     move |r: Result<(), String>| {
                         if let Err(e) = r {
-                            win.toast(e.lines().next().unwrap_or_default());
+                            win.toast(&e);
                         }
                     }
                 ),

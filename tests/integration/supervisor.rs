@@ -28,10 +28,21 @@ async fn a_failed_start_is_an_error_with_the_reason_and_the_last_stderr_lines() 
     let mut h = Harness::new(&[agent("a", "stderr:3,exit-at-start")]);
     let err = h.core.supervisor.start("a").await.expect_err("must fail");
     let shown = h.wait_state("a", Error).await.expect("error text");
-    assert_eq!(err, shown);
-    assert!(err.contains("closed"), "{err}");
-    assert!(err.contains("demo: stderr line 3"), "{err}");
-    assert!(err.contains("demo: exiting at start"), "{err}");
+    // The reason and the agent's last lines come apart (the window's toast
+    // shows the reason); their text is what the agent's error shows.
+    assert_eq!(err.to_string(), shown);
+    assert!(err.reason.contains("closed"), "{err}");
+    assert!(!err.reason.contains("demo:"), "{err}");
+    assert!(
+        err.last_lines.iter().any(|l| l == "demo: stderr line 3"),
+        "{err:?}"
+    );
+    assert!(
+        err.last_lines
+            .iter()
+            .any(|l| l.contains("demo: exiting at start")),
+        "{err:?}"
+    );
     // error → starting when started again (and fails again here).
     let _ = h.core.supervisor.start("a").await;
     h.wait_state("a", Error).await;
@@ -41,7 +52,13 @@ async fn a_failed_start_is_an_error_with_the_reason_and_the_last_stderr_lines() 
 #[tokio::test(flavor = "multi_thread")]
 async fn another_protocol_version_is_an_error_naming_both() {
     let mut h = Harness::new(&[agent("a", "protocol-2")]);
-    let err = h.core.supervisor.start("a").await.expect_err("must fail");
+    let err = h
+        .core
+        .supervisor
+        .start("a")
+        .await
+        .expect_err("must fail")
+        .to_string();
     assert!(err.contains("version 2") && err.contains("version 1"), "{err}");
     h.wait_state("a", Error).await;
 }
@@ -52,7 +69,13 @@ async fn a_handshake_that_never_ends_times_out() {
     t.handshake_timeout = Duration::from_millis(700);
     let mut h = Harness::with(&config_text(&[agent("a", "no-initialize")], 4, "0"), t, false);
     let started = Instant::now();
-    let err = h.core.supervisor.start("a").await.expect_err("must time out");
+    let err = h
+        .core
+        .supervisor
+        .start("a")
+        .await
+        .expect_err("must time out")
+        .to_string();
     assert!(started.elapsed() >= Duration::from_millis(700));
     assert!(err.contains("did not answer initialize"), "{err}");
     assert!(
@@ -67,7 +90,13 @@ async fn a_missing_command_names_the_command_and_the_path() {
     let mut h = Harness::new(&[
         json!({"name": "a", "command": "no-such-agent-xyz", "env": {"PATH": "/nowhere:/bin"}}),
     ]);
-    let err = h.core.supervisor.start("a").await.expect_err("must fail");
+    let err = h
+        .core
+        .supervisor
+        .start("a")
+        .await
+        .expect_err("must fail")
+        .to_string();
     assert!(
         err.contains("no-such-agent-xyz") && err.contains("/nowhere:/bin"),
         "{err}"
@@ -156,7 +185,13 @@ async fn a_start_is_refused_when_every_running_agent_is_busy() {
     h.core.chat.send("b", "wait").expect("b");
     h.wait_listed("a", Busy).await;
     h.wait_listed("b", Busy).await;
-    let err = h.core.supervisor.start("c").await.expect_err("refused");
+    let err = h
+        .core
+        .supervisor
+        .start("c")
+        .await
+        .expect_err("refused")
+        .to_string();
     assert_eq!(
         err,
         "too many agents running: 2 agent(s) busy (a, b), the limit is 2"
@@ -261,7 +296,7 @@ async fn a_misbehaving_agent_never_affects_another() {
         .start("huge")
         .await
         .expect_err("a line over 32 MiB");
-    assert!(huge.contains("longer than 33554432 bytes"), "{huge}");
+    assert!(huge.reason.contains("longer than 33554432 bytes"), "{huge}");
     h.core.chat.send("garbage", "echo still fine").expect("send");
     h.wait_idle("garbage").await;
     h.core.chat.send("good", "echo hello").expect("send");

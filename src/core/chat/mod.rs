@@ -202,7 +202,7 @@ impl Chat {
     async fn one_turn(&self, agent: &str, text: &str) {
         let sup = &self.inner.supervisor;
         if let Err(e) = sup.start(agent).await {
-            self.system_message(agent, "agent-unavailable", Some(e));
+            self.system_message(agent, "agent-unavailable", Some(e.to_string()));
             return;
         }
         let Some((conn, generation)) = sup.connection(agent) else {

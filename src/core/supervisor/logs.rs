@@ -46,14 +46,12 @@ pub(super) fn push_log(name: &str, logs: &Mutex<VecDeque<String>>, events_tx: &E
     );
 }
 
-pub(super) fn with_last_lines(reason: &str, logs: &Mutex<VecDeque<String>>) -> String {
+pub(super) fn with_last_lines(reason: &str, logs: &Mutex<VecDeque<String>>) -> StartError {
     let l = lock(logs);
     let skip = l.len().saturating_sub(ERROR_LOG_LINES);
-    let tail: Vec<&str> = l.iter().skip(skip).map(String::as_str).collect();
-    if tail.is_empty() {
-        reason.to_owned()
-    } else {
-        format!("{reason}\n{}", tail.join("\n"))
+    StartError {
+        reason: reason.to_owned(),
+        last_lines: l.iter().skip(skip).cloned().collect(),
     }
 }
 

@@ -111,6 +111,41 @@ pub struct AgentInfo {
     pub outdated: bool,
 }
 
+/// Why an agent could not start: the reason, and the agent's last lines on
+/// standard error (for the log's context). Its text is the reason, then the
+/// lines, one per line, as `AgentService.Start` answers and the agent's
+/// `error` shows; the window's toast shows the reason alone.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{}", self.text())]
+pub struct StartError {
+    pub reason: String,
+    pub last_lines: Vec<String>,
+}
+
+impl StartError {
+    /// An error with no lines of the agent's.
+    pub fn plain(reason: impl Into<String>) -> Self {
+        StartError {
+            reason: reason.into(),
+            last_lines: Vec::new(),
+        }
+    }
+
+    fn text(&self) -> String {
+        if self.last_lines.is_empty() {
+            self.reason.clone()
+        } else {
+            format!("{}\n{}", self.reason, self.last_lines.join("\n"))
+        }
+    }
+}
+
+impl From<StartError> for String {
+    fn from(e: StartError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Beyond its grace period, how long the guardian gets to finish ending what
 /// an agent left before Parley closes its lifeline.
 const GUARDIAN_SLACK: Duration = Duration::from_secs(2);
@@ -128,6 +163,8 @@ struct Entry {
     next_def: Option<AgentDef>,
     state: AgentState,
     error: Option<String>,
+    /// The failed start behind `error`, for those who waited on it.
+    start_error: Option<StartError>,
     /// A stop was requested while starting.
     stop_pending: bool,
     /// A stop sequence is under way.
@@ -149,6 +186,7 @@ impl Entry {
             next_def: None,
             state: AgentState::Stopped,
             error: None,
+            start_error: None,
             stop_pending: false,
             stopping: false,
             removed: false,
@@ -219,7 +257,7 @@ fn unknown(name: &str) -> String {
 }
 
 enum StartStep {
-    Done(Result<(), String>),
+    Done(Result<(), StartError>),
     Wait { was_starting: bool },
     Evict(String),
     Spawn(Box<AgentDef>, u64, Arc<Mutex<VecDeque<String>>>),

@@ -6,7 +6,7 @@ use super::*;
 impl Supervisor {
     /// Starts the agent if it is not running; resolves once it is `ready`
     /// (or `busy`), or with the reason it could not start.
-    pub async fn start(&self, name: &str) -> Result<(), String> {
+    pub async fn start(&self, name: &str) -> Result<(), StartError> {
         let mut waited_on_start = false;
         loop {
             let mut changed = self.shared.changed.subscribe();
@@ -15,11 +15,13 @@ impl Supervisor {
                 StartStep::Wait { was_starting } => {
                     waited_on_start |= was_starting;
                     if changed.changed().await.is_err() {
-                        return Err("the supervisor has stopped".into());
+                        return Err(StartError::plain("the supervisor has stopped"));
                     }
                 }
                 StartStep::Evict(other) => {
-                    self.stop_with(&other, Trigger::LeastRecentlyUsed).await?;
+                    self.stop_with(&other, Trigger::LeastRecentlyUsed)
+                        .await
+                        .map_err(StartError::plain)?;
                 }
                 StartStep::Spawn(def, generation, logs) => {
                     return self.run_start(*def, generation, logs).await;
@@ -32,17 +34,23 @@ impl Supervisor {
         let mut t = lock(&self.shared.table);
         let max = t.limits.max_running_agents.max(1) as usize;
         let Some(e) = t.find(name).filter(|e| !e.removed) else {
-            return StartStep::Done(Err(unknown(name)));
+            return StartStep::Done(Err(StartError::plain(unknown(name))));
         };
         match e.state {
             AgentState::Ready | AgentState::Busy if !e.stopping => return StartStep::Done(Ok(())),
             AgentState::Ready | AgentState::Busy => return StartStep::Wait { was_starting: false },
             AgentState::Starting => return StartStep::Wait { was_starting: true },
             AgentState::Error if waited_on_start => {
-                return StartStep::Done(Err(e.error.clone().unwrap_or_default()))
+                let error = e
+                    .start_error
+                    .clone()
+                    .unwrap_or_else(|| StartError::plain(e.error.clone().unwrap_or_default()));
+                return StartStep::Done(Err(error));
             }
             AgentState::Stopped if waited_on_start && e.stop_pending => {
-                return StartStep::Done(Err(crate::i18n::gettext("stopped while starting")))
+                return StartStep::Done(Err(StartError::plain(crate::i18n::gettext(
+                    "stopped while starting",
+                ))))
             }
             AgentState::Stopped | AgentState::Error => {}
         }
@@ -60,15 +68,15 @@ impl Supervisor {
                 return StartStep::Wait { was_starting: false };
             }
             let busy: Vec<&str> = running.iter().map(|a| a.def.name.as_str()).collect();
-            return StartStep::Done(Err(format!(
+            return StartStep::Done(Err(StartError::plain(format!(
                 "too many agents running: {} agent(s) busy ({}), the limit is {}",
                 busy.len(),
                 busy.join(", "),
                 max
-            )));
+            ))));
         }
         let Some(e) = t.find(name) else {
-            return StartStep::Done(Err(unknown(name)));
+            return StartStep::Done(Err(StartError::plain(unknown(name))));
         };
         let Some(next) = transition(e.state, Trigger::StartRequested) else {
             return StartStep::Done(Ok(()));
@@ -90,7 +98,7 @@ impl Supervisor {
         def: AgentDef,
         generation: u64,
         logs: Arc<Mutex<VecDeque<String>>>,
-    ) -> Result<(), String> {
+    ) -> Result<(), StartError> {
         let name = def.name.clone();
         let outcome = self.spawn_and_handshake(&def, generation, logs.clone()).await;
         // Decide under the lock; the stop sequence runs after it is released.
@@ -122,15 +130,15 @@ impl Supervisor {
         &self,
         name: &str,
         generation: u64,
-        outcome: Result<Running, (String, Option<Running>)>,
-    ) -> (Result<(), String>, Option<(Running, Option<Trigger>)>) {
+        outcome: Result<Running, (StartError, Option<Running>)>,
+    ) -> (Result<(), StartError>, Option<(Running, Option<Trigger>)>) {
         let mut t = lock(&self.shared.table);
         let Some(e) = t.find_gen(name, generation) else {
             let stop = match outcome {
                 Ok(r) | Err((_, Some(r))) => Some((r, None)),
                 Err((_, None)) => None,
             };
-            return (Err(unknown(name)), stop);
+            return (Err(StartError::plain(unknown(name))), stop);
         };
         match outcome {
             Ok(running) if !e.stop_pending => {
@@ -144,7 +152,7 @@ impl Supervisor {
                 // Stop requested while starting: stop now, then `stopped`.
                 e.stopping = true;
                 (
-                    Err(crate::i18n::gettext("stopped while starting")),
+                    Err(StartError::plain(crate::i18n::gettext("stopped while starting"))),
                     Some((running, Some(Trigger::StartEndedAfterStop))),
                 )
             }
@@ -155,7 +163,8 @@ impl Supervisor {
                     Trigger::HandshakeFailed
                 };
                 e.state = lifecycle::expected(e.state, next, AgentState::Error);
-                e.error = (e.state == AgentState::Error).then(|| message.clone());
+                e.error = (e.state == AgentState::Error).then(|| message.to_string());
+                e.start_error = (e.state == AgentState::Error).then(|| message.clone());
                 e.settle_definition();
                 self.emit_state(e);
                 (Err(message), running.map(|r| (r, None)))
@@ -168,14 +177,14 @@ impl Supervisor {
         def: &AgentDef,
         generation: u64,
         logs: Arc<Mutex<VecDeque<String>>>,
-    ) -> Result<Running, (String, Option<Running>)> {
+    ) -> Result<Running, (StartError, Option<Running>)> {
         let cwd = def.working_dir();
         if !cwd.is_dir() {
             return Err((
-                crate::i18n::gettext_f(
+                StartError::plain(crate::i18n::gettext_f(
                     "the working directory {cwd} does not exist",
                     &[("cwd", &cwd.display().to_string())],
-                ),
+                )),
                 None,
             ));
         }
@@ -188,7 +197,7 @@ impl Supervisor {
             let login = launch::login_shell_path(Duration::from_secs(3)).await;
             let dirs = launch::search_dirs(def.env.get("PATH").map(String::as_str), login);
             let program = process::resolve_program(&def.command, &cwd, &dirs)
-                .ok_or_else(|| (launch::not_found(&def.command, &dirs), None))?;
+                .ok_or_else(|| (StartError::plain(launch::not_found(&def.command, &dirs)), None))?;
             (program, def.args.clone(), &[][..])
         } else {
             // On the host, the host's shell finds it (with its login PATH).
@@ -208,10 +217,10 @@ impl Supervisor {
         })
         .map_err(|e| {
             (
-                crate::i18n::gettext_f(
+                StartError::plain(crate::i18n::gettext_f(
                     "could not start {command}: {error}",
                     &[("command", &def.command), ("error", &e.to_string())],
-                ),
+                )),
                 None,
             )
         })?;
@@ -225,7 +234,7 @@ impl Supervisor {
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             process::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
-            return Err(("the agent's pipes could not be opened".into(), None));
+            return Err((StartError::plain("the agent's pipes could not be opened"), None));
         };
         let name = def.name.clone();
         let stderr_task = tokio::spawn(read_stderr(

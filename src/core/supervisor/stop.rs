@@ -21,7 +21,7 @@ impl Supervisor {
                 &[("status", &status.to_string())],
             );
             e.state = next;
-            e.error = Some(with_last_lines(&reason, &e.logs));
+            e.error = Some(with_last_lines(&reason, &e.logs).to_string());
             e.users = 0;
             e.settle_definition();
             let running = e.running.take();
@@ -181,11 +181,11 @@ impl Supervisor {
     }
 
     /// Stop, then start with the current definition (clears `outdated`).
-    pub async fn restart(&self, name: &str) -> Result<(), String> {
+    pub async fn restart(&self, name: &str) -> Result<(), StartError> {
         if self.definition(name).is_none() {
-            return Err(unknown(name));
+            return Err(StartError::plain(unknown(name)));
         }
-        self.stop(name).await?;
+        self.stop(name).await.map_err(StartError::plain)?;
         self.start(name).await
     }
 

@@ -348,10 +348,12 @@ impl AgentObject {
         let agent = self.name();
         runtime::call(
             async move {
+                // A failed start is told by its reason; the agent's last
+                // lines are in its log and its error.
                 match what {
-                    Lifecycle::Start => core.supervisor.start(&agent).await,
+                    Lifecycle::Start => core.supervisor.start(&agent).await.map_err(|e| e.reason),
                     Lifecycle::Stop => core.supervisor.stop(&agent).await,
-                    Lifecycle::Restart => core.supervisor.restart(&agent).await,
+                    Lifecycle::Restart => core.supervisor.restart(&agent).await.map_err(|e| e.reason),
                 }
             },
             done,
