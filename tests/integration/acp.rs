@@ -190,7 +190,10 @@ async fn a_real_agent_without_credentials_says_authentication_required() {
     h.core.chat.send("gemini", "hello").expect("send");
     h.wait_idle("gemini").await;
     let sys = h.system_message("gemini");
-    assert_eq!(sys.code.as_deref(), Some("agent-unavailable"));
+    assert_eq!(
+        sys.code,
+        Some(parley::core::chat::message::MessageCode::AgentUnavailable)
+    );
     let error = sys.error.clone().unwrap_or_default();
     assert!(error.starts_with("authentication required"), "{error}");
 }

@@ -311,7 +311,7 @@ async fn a_crash_mid_turn_ends_the_message_and_a_restart_is_announced() {
     let restarted = conv
         .messages
         .iter()
-        .filter(|m| m.code.as_deref() == Some("agent-restarted"))
+        .filter(|m| m.code == Some(parley::core::chat::message::MessageCode::AgentRestarted))
         .count();
     assert_eq!(restarted, 1);
     assert_eq!(last_agent_message(&h, "a").text(), "again");
@@ -323,7 +323,10 @@ async fn an_agent_that_cannot_start_gives_agent_unavailable() {
     h.core.chat.send("a", "hello").expect("send");
     h.wait_idle("a").await;
     let sys = h.system_message("a");
-    assert_eq!(sys.code.as_deref(), Some("agent-unavailable"));
+    assert_eq!(
+        sys.code,
+        Some(parley::core::chat::message::MessageCode::AgentUnavailable)
+    );
     assert!(
         sys.error
             .as_deref()

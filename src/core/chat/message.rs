@@ -27,7 +27,18 @@ pub struct Message {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub code: Option<String>,
+    pub code: Option<MessageCode>,
+}
+
+/// Why the conversation says something itself (a `system` message): the
+/// spec's closed list of codes, with its names on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MessageCode {
+    /// The agent could not be started or reached for a turn.
+    AgentUnavailable,
+    /// The agent was restarted: a new session, the beginning is forgotten.
+    AgentRestarted,
 }
 
 impl Message {
@@ -294,4 +305,30 @@ pub fn plan_entries(p: &acp::Plan) -> Vec<PlanEntry> {
             status: e.status.clone(),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_closed_lists_keep_the_spec_names_on_the_wire() {
+        let mut m = Message::new("m1".into(), "a", Role::System);
+        m.code = Some(MessageCode::AgentUnavailable);
+        m.stop_reason = Some(acp::StopReason::MaxTurnRequests);
+        let v = serde_json::to_value(&m).expect("json");
+        assert_eq!(v["code"], "agent-unavailable");
+        assert_eq!(v["stopReason"], "max_turn_requests");
+        assert_eq!(wire_name(&MessageCode::AgentRestarted), "agent-restarted");
+        let call = ToolCall {
+            kind: acp::ToolKind::Execute,
+            status: acp::ToolCallStatus::InProgress,
+            ..Default::default()
+        };
+        let v = serde_json::to_value(&call).expect("json");
+        assert_eq!(
+            (v["kind"].as_str(), v["status"].as_str()),
+            (Some("execute"), Some("in_progress"))
+        );
+    }
 }

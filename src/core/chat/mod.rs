@@ -22,7 +22,7 @@ use crate::core::events::{
 };
 use crate::core::supervisor::{AgentClient, Supervisor};
 use crate::i18n::{gettext, gettext_f};
-use message::{Command, Message, Part, PermissionOption, Role, ToolCall, Usage};
+use message::{Command, Message, MessageCode, Part, PermissionOption, Role, ToolCall, Usage};
 
 struct PendingPermission {
     request: PermissionRequest,
@@ -189,9 +189,9 @@ impl Chat {
         }
     }
 
-    fn system_message(&self, agent: &str, code: &str, error: Option<String>) {
+    fn system_message(&self, agent: &str, code: MessageCode, error: Option<String>) {
         let mut m = Message::new(self.next_id("m"), agent, Role::System);
-        m.code = Some(code.to_owned());
+        m.code = Some(code);
         m.error = error;
         if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
             c.messages.push(m.clone());
@@ -202,15 +202,19 @@ impl Chat {
     async fn one_turn(&self, agent: &str, text: &str) {
         let sup = &self.inner.supervisor;
         if let Err(e) = sup.start(agent).await {
-            self.system_message(agent, "agent-unavailable", Some(e.to_string()));
+            self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
             return;
         }
         let Some((conn, generation)) = sup.connection(agent) else {
-            self.system_message(agent, "agent-unavailable", Some(gettext("the agent stopped")));
+            self.system_message(
+                agent,
+                MessageCode::AgentUnavailable,
+                Some(gettext("the agent stopped")),
+            );
             return;
         };
         if let Err(e) = sup.acquire(agent) {
-            self.system_message(agent, "agent-unavailable", Some(e));
+            self.system_message(agent, MessageCode::AgentUnavailable, Some(e));
             return;
         }
         let end = self.prompt_turn(agent, text, &conn, generation).await;
@@ -246,7 +250,7 @@ impl Chat {
             None => match self.open_session(agent, conn, generation).await {
                 Ok(s) => s,
                 Err(e) => {
-                    self.system_message(agent, "agent-unavailable", Some(e));
+                    self.system_message(agent, MessageCode::AgentUnavailable, Some(e));
                     return None;
                 }
             },
@@ -320,7 +324,7 @@ impl Chat {
         };
         let (restarted, sid, early) = restarted;
         if restarted {
-            self.system_message(agent, "agent-restarted", None);
+            self.system_message(agent, MessageCode::AgentRestarted, None);
         }
         Ok((sid, early))
     }

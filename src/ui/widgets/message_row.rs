@@ -409,11 +409,12 @@ fn footer_text(m: &Message) -> String {
     if m.queued {
         return gettext("Queued: sent when the current answer ends");
     }
-    match m.code.as_deref() {
-        Some("agent-restarted") => return gettext(
+    use crate::core::chat::message::MessageCode;
+    match m.code {
+        Some(MessageCode::AgentRestarted) => return gettext(
             "The agent was restarted in a new session: it has forgotten the beginning of this conversation.",
         ),
-        Some("agent-unavailable") => {
+        Some(MessageCode::AgentUnavailable) => {
             return gettext_f(
                 "The agent could not be reached: {error}",
                 &[("error", m.error.as_deref().unwrap_or_default())],
