@@ -60,8 +60,11 @@ fn announce_fn() -> Option<AnnounceFn> {
 /// readers read out.
 pub fn announce(widget: &impl IsA<gtk::Widget>, text: &str, priority: Priority) {
     let widget = widget.as_ref();
+    // Whatever it came from (an agent's text, a file's), no control
+    // character reaches the screen reader raw, and no NUL reaches GTK.
+    let text = crate::ui::markdown::visible(text);
     if let Some(f) = announce_fn() {
-        let Ok(message) = std::ffi::CString::new(text.replace('\0', " ")) else {
+        let Ok(message) = std::ffi::CString::new(text.as_bytes()) else {
             return;
         };
         // SAFETY: `widget` is a live GtkAccessible; `message` outlives the call.
@@ -74,11 +77,30 @@ pub fn announce(widget: &impl IsA<gtk::Widget>, text: &str, priority: Priority) 
         };
         return;
     }
-    let focused = widget.root().and_then(|r| r.focus());
-    match focused {
-        Some(f) => set_description(&f, text),
-        None => set_description(widget, text),
-    }
+    let target = widget
+        .root()
+        .and_then(|r| r.focus())
+        .unwrap_or_else(|| widget.clone());
+    // Cleared first, so the same text twice is still a change; cleared
+    // again a moment later (unless something newer was said), so the
+    // control does not keep saying it whenever it gets the focus.
+    set_description(&target, "");
+    set_description(&target, &text);
+    let said = SAID.with(|n| {
+        n.set(n.get().wrapping_add(1));
+        n.get()
+    });
+    let weak = target.downgrade();
+    glib::timeout_add_local_once(std::time::Duration::from_secs(3), move || {
+        if let Some(target) = weak.upgrade().filter(|_| SAID.with(|n| n.get() == said)) {
+            set_description(&target, "");
+        }
+    });
+}
+
+thread_local! {
+    /// How many announcements were made (the main thread's only).
+    static SAID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 fn set_property(widget: &impl IsA<gtk::Widget>, property: std::ffi::c_int, label: &str) {

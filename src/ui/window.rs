@@ -82,7 +82,18 @@ pub mod imp {
         }
     }
 
-    impl ObjectImpl for ParleyWindow {}
+    impl ObjectImpl for ParleyWindow {
+        fn dispose(&self) {
+            // The agents outlive a closed window (--new-window): its views
+            // let go of them.
+            for (agent, id) in self.agent_handlers.take() {
+                agent.disconnect(id);
+            }
+            self.conversation_view.set_agent(None::<&AgentObject>);
+            self.permission_banner.set_agent(None::<&AgentObject>);
+            self.composer.set_agent(None::<&AgentObject>);
+        }
+    }
     impl WidgetImpl for ParleyWindow {}
     impl WindowImpl for ParleyWindow {
         fn close_request(&self) -> glib::Propagation {
@@ -171,9 +182,19 @@ impl ParleyWindow {
         self.model().core()
     }
 
-    /// Opens the configuration editor, or brings the open one forward.
+    /// Opens the configuration editor, or brings the open one forward (of
+    /// any window: two editors on one file would overwrite each other).
     pub fn edit_config(&self) {
-        if let Some(editor) = self.config_editor() {
+        let windows = self
+            .application()
+            .map(|app| app.windows())
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|w| w.downcast::<ParleyWindow>().ok());
+        if let Some(editor) = std::iter::once(self.clone())
+            .chain(windows)
+            .find_map(|w| w.config_editor())
+        {
             editor.window().present();
             return;
         }
@@ -204,7 +225,7 @@ impl ParleyWindow {
     }
 
     pub fn toast(&self, text: &str) {
-        let toast = adw::Toast::new(&glib::markup_escape_text(text));
+        let toast = adw::Toast::new(&crate::ui::markdown::escape(text));
         toast.set_timeout(6);
         self.imp().toast_overlay.add_toast(toast);
         // Toasts are not read out by GTK 4.8 on their own.
@@ -369,6 +390,13 @@ impl ParleyWindow {
                 win.imp().keyboard_selection.set(moving);
                 glib::Propagation::Proceed
             }
+        ));
+        // A key that moved nothing (Up on the first row) must not leave the
+        // flag for the next click.
+        keys.connect_key_released(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, _, _, _| win.imp().keyboard_selection.set(false)
         ));
         view.add_controller(keys);
         view.connect_activate(glib::clone!(

@@ -251,6 +251,12 @@ impl AgentObject {
         self.emit_by_name::<()>("permission-requested", &[&object]);
     }
 
+    /// Tells listeners of a request that was already pending when the
+    /// conversation was first read (it came in with it).
+    pub fn permission_came(&self, object: &PermissionObject) {
+        self.emit_by_name::<()>("permission-requested", &[object]);
+    }
+
     pub fn remove_permission(&self, id: &str) {
         let list = self.permissions();
         if let Some(i) = (0..list.n_items()).find(|&i| {
@@ -307,6 +313,7 @@ impl AgentObject {
         if self.imp().logs_fresh.replace(false) && n > 0 && logs.string(n - 1).as_deref() == Some(line) {
             return;
         }
+        // (Views redraw at most once a frame, however fast lines come.)
         if n as usize >= crate::core::supervisor::LOG_LINES {
             logs.remove(0);
         }

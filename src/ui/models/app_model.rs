@@ -246,10 +246,15 @@ impl AppModel {
                 Event::PermissionRequested(p) => {
                     if let Some(a) = self.agent(&p.agent) {
                         // Read the conversation first, so the request is
-                        // not counted twice when it is read later.
+                        // not counted twice when it is read later. Read
+                        // now, it already holds the request: listeners
+                        // still hear of it.
+                        let was_loaded = a.loaded_messages().is_some();
                         a.messages();
-                        if !has_permission(&a, &p.id) {
-                            a.add_permission(p);
+                        match find_permission(&a, &p.id) {
+                            None => a.add_permission(p),
+                            Some(object) if !was_loaded => a.permission_came(&object),
+                            Some(_) => {}
                         }
                     }
                 }
@@ -283,13 +288,11 @@ fn touched(a: &AgentObject, changed: &mut Vec<AgentObject>) {
     }
 }
 
-fn has_permission(a: &AgentObject, id: &str) -> bool {
+fn find_permission(a: &AgentObject, id: &str) -> Option<super::PermissionObject> {
     let list = a.permissions();
-    (0..list.n_items()).any(|i| {
-        list.item(i)
-            .and_downcast::<super::PermissionObject>()
-            .is_some_and(|p| p.request().id == id)
-    })
+    (0..list.n_items())
+        .filter_map(|i| list.item(i).and_downcast::<super::PermissionObject>())
+        .find(|p| p.request().id == id)
 }
 
 fn find_message(store: &gio::ListStore, id: &str) -> Option<(u32, MessageObject)> {

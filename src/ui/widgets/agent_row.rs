@@ -120,7 +120,9 @@ impl AgentRow {
             imp.state.remove_css_class("error");
         }
         let tooltip = match (failed, agent.description().is_empty()) {
-            (true, _) => agent.error(),
+            // The error ends with the agent's last stderr lines: shown, not
+            // obeyed (a NUL would also panic on its way into GTK).
+            (true, _) => crate::ui::markdown::visible(&agent.error()).into_owned(),
             (false, false) => agent.description(),
             (false, true) => String::new(),
         };

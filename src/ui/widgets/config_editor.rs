@@ -256,9 +256,11 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
         let parent = parent.downgrade();
         let core = core.clone();
         move || {
-            let (Some(e), Some(parent)) = (weak.upgrade(), parent.upgrade()) else {
+            // Saving never depends on the window that opened the editor.
+            let Some(e) = weak.upgrade() else {
                 return;
             };
+            let parent = parent.upgrade();
             if !e.save.is_sensitive() {
                 return;
             }
@@ -269,7 +271,9 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
                 Ok(problems) if problems.is_empty() => {
                     e.saved.replace(saved_text);
                     e.reload_revealer.set_reveal_child(false);
-                    toast(&parent, &gettext("Configuration saved"));
+                    if let Some(parent) = &parent {
+                        toast(parent, &gettext("Configuration saved"));
+                    }
                     // Heard in the editor too, where the focus is.
                     crate::ui::a11y::announce(
                         &e.view,
@@ -278,7 +282,10 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
                     );
                 }
                 Ok(problems) => show_problems(&e, &problems),
-                Err(err) => toast(&parent, &err),
+                Err(err) => match &parent {
+                    Some(parent) => toast(parent, &err),
+                    None => crate::ui::a11y::announce(&e.view, &err, crate::ui::a11y::Priority::Medium),
+                },
             });
         }
     };

@@ -38,19 +38,39 @@ pub fn show(parent: &impl IsA<gtk::Window>, agent: &AgentObject) {
     }
     dialog.add_controller(shortcuts);
     let logs = agent.logs();
+    // The agent's text, control and bidi characters shown (a NUL would
+    // also panic on its way into GTK).
     let fill = move |view: &gtk::TextView, logs: &gtk::StringList| {
         let lines: Vec<String> = (0..logs.n_items())
-            .filter_map(|i| logs.string(i).map(|s| s.to_string()))
+            .filter_map(|i| {
+                logs.string(i)
+                    .map(|s| crate::ui::markdown::visible(&s).into_owned())
+            })
             .collect();
         view.buffer().set_text(&lines.join("\n"));
         let end = view.buffer().end_iter();
         view.buffer().place_cursor(&end);
     };
     fill(&view, &logs);
+    // At most one redraw a frame, however fast the agent writes.
+    let pending = std::rc::Rc::new(std::cell::Cell::new(false));
     let handler = logs.connect_items_changed(glib::clone!(
         #[weak]
         view,
-        move |logs, _, _, _| fill(&view, logs)
+        #[strong]
+        pending,
+        move |logs, _, _, _| {
+            if pending.replace(true) {
+                return;
+            }
+            let (view, logs, pending) = (view.downgrade(), logs.downgrade(), pending.clone());
+            glib::timeout_add_local_once(std::time::Duration::from_millis(16), move || {
+                pending.set(false);
+                if let (Some(view), Some(logs)) = (view.upgrade(), logs.upgrade()) {
+                    fill(&view, &logs);
+                }
+            });
+        }
     ));
     let logs_weak = logs.downgrade();
     let handler = std::cell::RefCell::new(Some(handler));
