@@ -13,6 +13,9 @@ use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::{AgentObject, AppModel, Lifecycle};
 use crate::ui::widgets::{AgentRow, Composer, ConversationView, PermissionBanner};
 
+mod actions;
+mod sidebar;
+
 #[doc(hidden)]
 pub mod imp {
     use super::*;
@@ -164,7 +167,7 @@ impl ParleyWindow {
                 win.imp().leaflet.navigate(adw::NavigationDirection::Back);
             }
         ));
-        let shortcuts = gtk::Builder::from_string(include_str!("shortcuts.ui"));
+        let shortcuts = gtk::Builder::from_string(include_str!("../shortcuts.ui"));
         if let Some(help) = shortcuts.object::<gtk::ShortcutsWindow>("help_overlay") {
             win.set_help_overlay(Some(&help));
         }
@@ -286,153 +289,13 @@ impl ParleyWindow {
             .unwrap_or_default()
     }
 
-    // ---- agents ----
-
-    pub fn agent(&self, name: &str) -> Option<AgentObject> {
-        self.model().agent(name)
-    }
-
-    fn selection(&self) -> &gtk::SingleSelection {
-        self.imp()
-            .selection
-            .get()
-            .unwrap_or_else(|| unreachable!("set in new()"))
-    }
-
-    /// The agent list changed: the selection follows the selected agent by
-    /// name, or goes when it was removed.
-    fn agents_changed(&self) {
-        self.update_sidebar();
-        let selected = self.imp().selected.borrow().clone();
-        if let Some(name) = selected {
-            let store = self.model().agents();
-            match (0..store.n_items()).find(|&i| {
-                store
-                    .item(i)
-                    .and_downcast::<AgentObject>()
-                    .is_some_and(|a| a.name() == name)
-            }) {
-                Some(i) => self.selection().set_selected(i),
-                None => self.show_agent(None),
-            }
-        }
-    }
-
-    fn update_sidebar(&self) {
-        let empty = self.model().agents().n_items() == 0;
-        self.imp()
-            .sidebar_stack
-            .set_visible_child_name(if empty { "empty" } else { "list" });
-    }
-
-    /// Selects an agent by name and shows its conversation.
-    pub fn select_agent(&self, name: &str) {
-        let store = self.model().agents();
-        if let Some(i) = (0..store.n_items()).find(|&i| {
-            store
-                .item(i)
-                .and_downcast::<AgentObject>()
-                .is_some_and(|a| a.name() == name)
-        }) {
-            self.selection().set_selected(i);
-        }
-    }
-
-    fn setup_agents_view(&self, selection: &gtk::SingleSelection) {
-        let factory = gtk::SignalListItemFactory::new();
-        factory.connect_setup(|_, item| {
-            if let Some(item) = item.downcast_ref::<gtk::ListItem>() {
-                item.set_child(Some(&AgentRow::new()));
-            }
-        });
-        factory.connect_bind(|_, item| {
-            let Some(item) = item.downcast_ref::<gtk::ListItem>() else {
-                return;
-            };
-            if let (Some(row), Some(agent)) = (
-                item.child().and_downcast::<AgentRow>(),
-                item.item().and_downcast::<AgentObject>(),
-            ) {
-                row.bind(&agent);
-            }
-        });
-        factory.connect_unbind(|_, item| {
-            let Some(item) = item.downcast_ref::<gtk::ListItem>() else {
-                return;
-            };
-            if let Some(row) = item.child().and_downcast::<AgentRow>() {
-                row.unbind();
-            }
-        });
-        let view = &self.imp().agents_view;
-        view.set_factory(Some(&factory));
-        view.set_model(Some(selection));
-        let keys = gtk::EventControllerKey::new();
-        keys.set_propagation_phase(gtk::PropagationPhase::Capture);
-        keys.connect_key_pressed(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            #[upgrade_or]
-            glib::Propagation::Proceed,
-            move |_, key, _, _| {
-                use gtk::gdk::Key;
-                let moving = matches!(
-                    key,
-                    Key::Up
-                        | Key::Down
-                        | Key::Home
-                        | Key::End
-                        | Key::Page_Up
-                        | Key::Page_Down
-                        | Key::KP_Up
-                        | Key::KP_Down
-                );
-                win.imp().keyboard_selection.set(moving);
-                glib::Propagation::Proceed
-            }
-        ));
-        // A key that moved nothing (Up on the first row) must not leave the
-        // flag for the next click.
-        keys.connect_key_released(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |_, _, _, _| win.imp().keyboard_selection.set(false)
-        ));
-        view.add_controller(keys);
-        view.connect_activate(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |_, _| {
-                win.imp().leaflet.navigate(adw::NavigationDirection::Forward);
-                win.imp().composer.grab_focus();
-            }
-        ));
-        selection.connect_selected_item_notify(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |sel| {
-                let name = sel
-                    .selected_item()
-                    .and_downcast::<AgentObject>()
-                    .map(|a| a.name());
-                // At phone width the arrow keys stay in the list; Enter or a
-                // click opens the conversation.
-                let keyboard = win.imp().keyboard_selection.get();
-                win.show_agent(name.as_deref());
-                if name.is_some() && !keyboard {
-                    win.imp().leaflet.navigate(adw::NavigationDirection::Forward);
-                }
-            }
-        ));
-    }
-
     // ---- the selected agent ----
 
     pub fn selected_agent(&self) -> Option<String> {
         self.imp().selected.borrow().clone()
     }
 
-    fn show_agent(&self, name: Option<&str>) {
+    pub(super) fn show_agent(&self, name: Option<&str>) {
         let imp = self.imp();
         imp.selected.replace(name.map(str::to_owned));
         for (agent, id) in imp.agent_handlers.take() {
@@ -475,7 +338,7 @@ impl ParleyWindow {
     }
 
     /// Title, state and context meter of the selected agent.
-    fn update_header(&self, agent: &AgentObject) {
+    pub(super) fn update_header(&self, agent: &AgentObject) {
         let imp = self.imp();
         imp.conversation_title.set_title(&agent.title());
         imp.conversation_title.set_subtitle(&agent.shown_as());
@@ -499,91 +362,5 @@ impl ParleyWindow {
     /// (for the benchmarks: "the last chunk is on screen").
     pub fn last_row_shown(&self) -> bool {
         self.imp().conversation_view.last_row_shown()
-    }
-
-    // ---- actions ----
-
-    fn agent_action(&self, name: &str, run: impl Fn(&ParleyWindow, AgentObject) + 'static) {
-        let action = gio::SimpleAction::new(name, Some(glib::VariantTy::STRING));
-        action.connect_activate(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |_, param| {
-                if let Some(agent) = param.and_then(|p| p.get::<String>()).and_then(|a| win.agent(&a)) {
-                    run(&win, agent);
-                }
-            }
-        ));
-        self.add_action(&action);
-    }
-
-    fn setup_actions(&self) {
-        fn lifecycle(win: &ParleyWindow, agent: AgentObject, what: Lifecycle) {
-            agent.lifecycle(
-                what,
-                glib::clone!(
-                    #[weak]
-                    win,
-                    move |r: Result<(), String>| {
-                        if let Err(e) = r {
-                            win.toast(&e);
-                        }
-                    }
-                ),
-            );
-        }
-        self.agent_action("agent-start", |w, a| lifecycle(w, a, Lifecycle::Start));
-        self.agent_action("agent-stop", |w, a| lifecycle(w, a, Lifecycle::Stop));
-        self.agent_action("agent-restart", |w, a| lifecycle(w, a, Lifecycle::Restart));
-        self.agent_action("agent-logs", |w, a| crate::ui::widgets::logs::show(w, &a));
-        // Widgets report errors here: a toast with the text.
-        let toast = gio::SimpleAction::new("toast", Some(glib::VariantTy::STRING));
-        toast.connect_activate(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |_, param| {
-                if let Some(text) = param.and_then(|p| p.get::<String>()) {
-                    win.toast(&text);
-                }
-            }
-        ));
-        self.add_action(&toast);
-        let focus = gio::SimpleAction::new("focus-composer", None);
-        focus.connect_activate(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |_, _| {
-                win.imp().composer.grab_focus();
-            }
-        ));
-        self.add_action(&focus);
-        let cancel = gio::SimpleAction::new("cancel", None);
-        cancel.connect_activate(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |_, _| win.imp().composer.cancel()
-        ));
-        self.add_action(&cancel);
-        let edit = gio::SimpleAction::new("edit-config", None);
-        edit.connect_activate(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |_, _| win.edit_config()
-        ));
-        self.add_action(&edit);
-    }
-
-    pub fn refresh_recent(&self) {
-        let section = &self.imp().recent_section;
-        section.remove_all();
-        for path in self.core().recent() {
-            let label = std::path::Path::new(&path)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| path.clone());
-            let item = gio::MenuItem::new(Some(&label), None);
-            item.set_action_and_target_value(Some("app.open-recent"), Some(&path.to_variant()));
-            section.append_item(&item);
-        }
     }
 }

@@ -1,0 +1,90 @@
+//! The window's actions (▶, ■, Restart, Show Logs, toasts, Stop, the
+//! editor) and the Open Recent menu.
+
+use super::*;
+
+impl ParleyWindow {
+    pub(super) fn agent_action(&self, name: &str, run: impl Fn(&ParleyWindow, AgentObject) + 'static) {
+        let action = gio::SimpleAction::new(name, Some(glib::VariantTy::STRING));
+        action.connect_activate(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, param| {
+                if let Some(agent) = param.and_then(|p| p.get::<String>()).and_then(|a| win.agent(&a)) {
+                    run(&win, agent);
+                }
+            }
+        ));
+        self.add_action(&action);
+    }
+
+    pub(super) fn setup_actions(&self) {
+        fn lifecycle(win: &ParleyWindow, agent: AgentObject, what: Lifecycle) {
+            agent.lifecycle(
+                what,
+                glib::clone!(
+                    #[weak]
+                    win,
+                    move |r: Result<(), String>| {
+                        if let Err(e) = r {
+                            win.toast(&e);
+                        }
+                    }
+                ),
+            );
+        }
+        self.agent_action("agent-start", |w, a| lifecycle(w, a, Lifecycle::Start));
+        self.agent_action("agent-stop", |w, a| lifecycle(w, a, Lifecycle::Stop));
+        self.agent_action("agent-restart", |w, a| lifecycle(w, a, Lifecycle::Restart));
+        self.agent_action("agent-logs", |w, a| crate::ui::widgets::logs::show(w, &a));
+        // Widgets report errors here: a toast with the text.
+        let toast = gio::SimpleAction::new("toast", Some(glib::VariantTy::STRING));
+        toast.connect_activate(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, param| {
+                if let Some(text) = param.and_then(|p| p.get::<String>()) {
+                    win.toast(&text);
+                }
+            }
+        ));
+        self.add_action(&toast);
+        let focus = gio::SimpleAction::new("focus-composer", None);
+        focus.connect_activate(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, _| {
+                win.imp().composer.grab_focus();
+            }
+        ));
+        self.add_action(&focus);
+        let cancel = gio::SimpleAction::new("cancel", None);
+        cancel.connect_activate(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, _| win.imp().composer.cancel()
+        ));
+        self.add_action(&cancel);
+        let edit = gio::SimpleAction::new("edit-config", None);
+        edit.connect_activate(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, _| win.edit_config()
+        ));
+        self.add_action(&edit);
+    }
+
+    pub fn refresh_recent(&self) {
+        let section = &self.imp().recent_section;
+        section.remove_all();
+        for path in self.core().recent() {
+            let label = std::path::Path::new(&path)
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| path.clone());
+            let item = gio::MenuItem::new(Some(&label), None);
+            item.set_action_and_target_value(Some("app.open-recent"), Some(&path.to_variant()));
+            section.append_item(&item);
+        }
+    }
+}
