@@ -301,13 +301,7 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
             glib::Propagation::Stop
         })),
     ));
-    // Escape and Ctrl+W close it, as GNOME dialogs do.
-    for key in ["Escape", "<Control>w"] {
-        shortcuts.add_shortcut(gtk::Shortcut::new(
-            gtk::ShortcutTrigger::parse_string(key),
-            Some(gtk::NamedAction::new("window.close")),
-        ));
-    }
+    super::add_close_keys(&shortcuts);
     window.add_controller(shortcuts);
     // Unsaved edits are never thrown away without asking.
     let weak = Rc::downgrade(&editor);

@@ -27,15 +27,9 @@ pub fn show(parent: &impl IsA<gtk::Window>, agent: &AgentObject) {
     content.append(&adw::HeaderBar::new());
     content.append(&scroller);
     dialog.set_content(Some(&content));
-    // Escape and Ctrl+W close it, as GNOME dialogs do.
     let shortcuts = gtk::ShortcutController::new();
     shortcuts.set_scope(gtk::ShortcutScope::Managed);
-    for key in ["Escape", "<Control>w"] {
-        shortcuts.add_shortcut(gtk::Shortcut::new(
-            gtk::ShortcutTrigger::parse_string(key),
-            Some(gtk::NamedAction::new("window.close")),
-        ));
-    }
+    super::add_close_keys(&shortcuts);
     dialog.add_controller(shortcuts);
     let logs = agent.logs();
     // The agent's text, control and bidi characters shown (a NUL would

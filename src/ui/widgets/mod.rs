@@ -16,3 +16,13 @@ pub use composer::Composer;
 pub use conversation_view::ConversationView;
 pub use message_row::MessageRow;
 pub use permission_banner::PermissionBanner;
+
+/// Escape and Ctrl+W close `controller`'s window, as GNOME dialogs do.
+pub fn add_close_keys(controller: &gtk::ShortcutController) {
+    for key in ["Escape", "<Control>w"] {
+        controller.add_shortcut(gtk::Shortcut::new(
+            gtk::ShortcutTrigger::parse_string(key),
+            Some(gtk::NamedAction::new("window.close")),
+        ));
+    }
+}
