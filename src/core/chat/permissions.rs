@@ -1,0 +1,122 @@
+//! Permission requests: asking the user on the agent's behalf, and the
+//! answer, built from the protocol's own types.
+
+use super::*;
+
+impl Chat {
+    /// `AnswerPermission(id, optionId)`.
+    pub fn answer_permission(&self, id: &str, option_id: &str) -> Result<(), String> {
+        let mut convs = lock(&self.inner.convs);
+        for (agent, c) in convs.iter_mut() {
+            let Some(i) = c.permissions.iter().position(|p| p.request.id == id) else {
+                continue;
+            };
+            let Some(option) = c.permissions[i]
+                .request
+                .options
+                .iter()
+                .find(|o| o.option_id == option_id)
+                .cloned()
+            else {
+                return Err(gettext_f(
+                    "the request {id} has no option {option}",
+                    &[("id", id), ("option", option_id)],
+                ));
+            };
+            let p = c.permissions.remove(i);
+            if option.rejects() {
+                c.rejections += 1;
+            }
+            let agent = agent.clone();
+            drop(convs);
+            p.responder
+                .respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Selected(
+                    acp::SelectedPermissionOutcome::new(option.option_id.clone()),
+                ))));
+            self.emit(Event::PermissionResolved(PermissionResolved {
+                id: id.to_owned(),
+                agent,
+            }));
+            return Ok(());
+        }
+        Err(gettext_f("no pending permission request {id}", &[("id", id)]))
+    }
+
+    pub(super) fn permission_request(&self, agent: &str, params: &RawValue, responder: Responder) {
+        let req: acp::RequestPermissionRequest = match serde_json::from_str(params.get()) {
+            Ok(r) => r,
+            Err(e) => {
+                responder.respond(Err(RpcError::remote(
+                    crate::core::acp::connection::INVALID_PARAMS,
+                    e.to_string(),
+                )));
+                return;
+            }
+        };
+        let mut convs = lock(&self.inner.convs);
+        let c = convs.entry(agent.to_owned()).or_default();
+        // A request for a session this conversation does not hold is not
+        // part of the current turn: refused, never shown.
+        let session = req.session_id.0.as_ref();
+        if c.session.as_ref().is_none_or(|(s, _)| &*s.0 != session) {
+            drop(convs);
+            let message = format!("unknown session {session}");
+            self.inner.supervisor.log(
+                agent,
+                format!("parley: refused a permission request for an unknown session {session}"),
+            );
+            responder.respond(Err(RpcError::remote(
+                crate::core::acp::connection::INVALID_PARAMS,
+                message,
+            )));
+            return;
+        }
+        if c.cancelling || !c.busy {
+            drop(convs);
+            responder.respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Cancelled)));
+            return;
+        }
+        let call = match find_tool(c, &req.tool_call.tool_call_id.to_string()) {
+            Some(mut call) => {
+                call.merge(&req.tool_call);
+                call
+            }
+            None => ToolCall::from_update(&req.tool_call),
+        };
+        let mut next_id = || self.next_id("m");
+        c.put_tool(agent, call.clone(), false, &mut next_id, &mut |e| self.emit(e));
+        let message_id = c
+            .current
+            .and_then(|i| c.messages.get(i))
+            .or_else(|| c.messages.iter().rev().find(|m| m.role == Role::Agent))
+            .map(|m| m.id.clone())
+            .unwrap_or_default();
+        let request = PermissionRequest {
+            id: self.next_id("p"),
+            agent: agent.to_owned(),
+            message_id,
+            tool_call: call,
+            options: req
+                .options
+                .iter()
+                .map(|o| PermissionOption {
+                    option_id: o.option_id.to_string(),
+                    name: o.name.clone(),
+                    kind: o.kind,
+                })
+                .collect(),
+            rejections: c.rejections,
+        };
+        c.permissions.push(PendingPermission {
+            request: request.clone(),
+            responder,
+        });
+        self.emit(Event::PermissionRequested(request));
+    }
+}
+
+/// The answer to `session/request_permission`, built from the protocol's own
+/// types.
+pub(super) fn permission_outcome(outcome: acp::RequestPermissionOutcome) -> serde_json::Value {
+    serde_json::to_value(acp::RequestPermissionResponse::new(outcome)).unwrap_or_default()
+}
