@@ -303,7 +303,7 @@ impl Core {
         self.supervisor.shutdown().await;
     }
 
-    pub fn conversation(&self, agent: &str) -> Result<Conversation, String> {
+    pub fn conversation(&self, agent: &str) -> Result<Conversation, crate::core::chat::ChatError> {
         self.chat.conversation(agent)
     }
 
@@ -339,10 +339,10 @@ impl Core {
                 .map(|_| Value::Null)
                 .map_err(String::from),
             "AgentService.Logs" => to(serde_json::to_value(self.supervisor.logs(&s(0)?)?)),
-            "ChatService.Send" => self.chat.send(&s(0)?, &s(1)?).map(Value::String),
-            "ChatService.Cancel" => self.chat.cancel(&s(0)?).map(|_| Value::Null),
+            "ChatService.Send" => Ok(self.chat.send(&s(0)?, &s(1)?).map(Value::String)?),
+            "ChatService.Cancel" => Ok(self.chat.cancel(&s(0)?).map(|_| Value::Null)?),
             "ChatService.AnswerPermission" => {
-                self.chat.answer_permission(&s(0)?, &s(1)?).map(|_| Value::Null)
+                Ok(self.chat.answer_permission(&s(0)?, &s(1)?).map(|_| Value::Null)?)
             }
             "ChatService.Conversation" => to(serde_json::to_value(self.chat.conversation(&s(0)?)?)),
             "ConfigService.Current" => to(serde_json::to_value(self.current())),

@@ -251,7 +251,7 @@ fn setup_actions(app: &adw::Application) {
             {
                 let core = w.core().clone();
                 runtime::call(
-                    async move { core.chat.answer_permission(&id, &option) },
+                    async move { core.chat.answer_permission(&id, &option).map_err(String::from) },
                     glib::clone!(
                         #[weak]
                         w,

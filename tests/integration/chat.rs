@@ -354,13 +354,11 @@ async fn authentication_required_is_clear() {
 #[tokio::test(flavor = "multi_thread")]
 async fn unknown_agents_and_empty_text_are_errors() {
     let h = Harness::new(&[agent("a", "")]);
-    assert!(h
-        .core
-        .chat
-        .send("nobody", "hi")
-        .expect_err("unknown")
-        .contains("unknown agent"));
-    assert!(h.core.chat.send("a", "  \n ").is_err());
+    use parley::core::chat::ChatError;
+    let unknown = h.core.chat.send("nobody", "hi").expect_err("unknown");
+    assert_eq!(unknown, ChatError::UnknownAgent("nobody".into()));
+    assert!(unknown.to_string().contains("unknown agent"));
+    assert_eq!(h.core.chat.send("a", "  \n "), Err(ChatError::EmptyText));
     assert!(h.core.chat.cancel("nobody").is_err());
     assert!(h.core.conversation("nobody").is_err());
     assert!(h.core.conversation("a").expect("empty").messages.is_empty());

@@ -60,6 +60,38 @@ impl Conv {
     }
 }
 
+/// Why a `ChatService` call was refused. The text is what `parley-cli`
+/// answers and the window's toast shows (translated).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.text())]
+pub enum ChatError {
+    EmptyText,
+    UnknownAgent(String),
+    NoSuchPermission(String),
+    NoSuchOption(String, String),
+}
+
+impl ChatError {
+    // In a function body, not the attribute: xgettext finds them here.
+    fn text(&self) -> String {
+        match self {
+            ChatError::EmptyText => gettext("the message is empty"),
+            ChatError::UnknownAgent(name) => gettext_f("unknown agent: {name}", &[("name", name)]),
+            ChatError::NoSuchPermission(id) => gettext_f("no pending permission request {id}", &[("id", id)]),
+            ChatError::NoSuchOption(id, option) => gettext_f(
+                "the request {id} has no option {option}",
+                &[("id", id), ("option", option)],
+            ),
+        }
+    }
+}
+
+impl From<ChatError> for String {
+    fn from(e: ChatError) -> Self {
+        e.to_string()
+    }
+}
+
 /// `ChatService.Conversation`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Conversation {
@@ -131,12 +163,12 @@ impl Chat {
     }
 
     /// `Send(agent, text)`: the new user message's id.
-    pub fn send(&self, agent: &str, text: &str) -> Result<String, String> {
+    pub fn send(&self, agent: &str, text: &str) -> Result<String, ChatError> {
         if text.trim().is_empty() {
-            return Err(gettext("the message is empty"));
+            return Err(ChatError::EmptyText);
         }
         if self.inner.supervisor.definition(agent).is_none() {
-            return Err(gettext_f("unknown agent: {name}", &[("name", agent)]));
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
         let id = self.next_id("m");
         let mut message = Message::new(id.clone(), agent, Role::User);
@@ -359,9 +391,9 @@ impl Chat {
     }
 
     /// `Cancel(agent)`.
-    pub fn cancel(&self, agent: &str) -> Result<(), String> {
+    pub fn cancel(&self, agent: &str) -> Result<(), ChatError> {
         if self.inner.supervisor.definition(agent).is_none() {
-            return Err(gettext_f("unknown agent: {name}", &[("name", agent)]));
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
         let (pending, dropped, session) = {
             let mut convs = lock(&self.inner.convs);
@@ -408,9 +440,9 @@ impl Chat {
     }
 
     /// `Conversation(agent)`.
-    pub fn conversation(&self, agent: &str) -> Result<Conversation, String> {
+    pub fn conversation(&self, agent: &str) -> Result<Conversation, ChatError> {
         if self.inner.supervisor.definition(agent).is_none() {
-            return Err(gettext_f("unknown agent: {name}", &[("name", agent)]));
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
         let convs = lock(&self.inner.convs);
         Ok(match convs.get(agent) {

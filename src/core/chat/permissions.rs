@@ -5,7 +5,7 @@ use super::*;
 
 impl Chat {
     /// `AnswerPermission(id, optionId)`.
-    pub fn answer_permission(&self, id: &str, option_id: &str) -> Result<(), String> {
+    pub fn answer_permission(&self, id: &str, option_id: &str) -> Result<(), ChatError> {
         let mut convs = lock(&self.inner.convs);
         for (agent, c) in convs.iter_mut() {
             let Some(i) = c.permissions.iter().position(|p| p.request.id == id) else {
@@ -18,10 +18,7 @@ impl Chat {
                 .find(|o| o.option_id == option_id)
                 .cloned()
             else {
-                return Err(gettext_f(
-                    "the request {id} has no option {option}",
-                    &[("id", id), ("option", option_id)],
-                ));
+                return Err(ChatError::NoSuchOption(id.to_owned(), option_id.to_owned()));
             };
             let p = c.permissions.remove(i);
             if option.rejects() {
@@ -39,7 +36,7 @@ impl Chat {
             }));
             return Ok(());
         }
-        Err(gettext_f("no pending permission request {id}", &[("id", id)]))
+        Err(ChatError::NoSuchPermission(id.to_owned()))
     }
 
     pub(super) fn permission_request(&self, agent: &str, params: &RawValue, responder: Responder) {

@@ -328,7 +328,12 @@ impl AgentObject {
         let core = self.core().clone();
         let agent = self.name();
         runtime::call(
-            async move { core.chat.send(&agent, &text).map(|_| ()).map_err(|e| (e, text)) },
+            async move {
+                core.chat
+                    .send(&agent, &text)
+                    .map(|_| ())
+                    .map_err(|e| (e.to_string(), text))
+            },
             done,
         );
     }
@@ -347,7 +352,10 @@ impl AgentObject {
     ) {
         let core = self.core().clone();
         let (id, option_id) = (id.to_owned(), option_id.to_owned());
-        runtime::call(async move { core.chat.answer_permission(&id, &option_id) }, done);
+        runtime::call(
+            async move { core.chat.answer_permission(&id, &option_id).map_err(String::from) },
+            done,
+        );
     }
 
     pub fn lifecycle(&self, what: Lifecycle, done: impl FnOnce(Result<(), String>) + 'static) {
