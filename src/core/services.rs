@@ -81,6 +81,39 @@ pub fn host_spawn_prefix() -> Vec<String> {
     Vec::new()
 }
 
+/// Why a `ConfigService` call failed. The text is what `parley-cli`
+/// answers and the window's toast shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.text())]
+pub enum ConfigError {
+    /// The file could not be read.
+    Read { path: String, error: String },
+    /// The file could not be written (it was valid).
+    Write { path: String, error: String },
+    /// Another file could not be opened.
+    Open { path: String, error: String },
+}
+
+impl ConfigError {
+    // In a function body, not the attribute: xgettext finds it here.
+    fn text(&self) -> String {
+        match self {
+            ConfigError::Read { path, error } | ConfigError::Write { path, error } => {
+                format!("{path}: {error}")
+            }
+            ConfigError::Open { path, error } => {
+                gettext_f("cannot open {path}: {error}", &[("path", path), ("error", error)])
+            }
+        }
+    }
+}
+
+impl From<ConfigError> for String {
+    fn from(e: ConfigError) -> Self {
+        e.to_string()
+    }
+}
+
 /// Everything behind the services. Create it inside a tokio runtime.
 #[derive(Clone)]
 pub struct Core {
@@ -236,9 +269,12 @@ impl Core {
     }
 
     /// The text of the configuration file.
-    pub fn content(&self) -> Result<String, String> {
+    pub fn content(&self) -> Result<String, ConfigError> {
         let path = lock(&self.config).path.clone();
-        std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+        std::fs::read_to_string(&path).map_err(|e| ConfigError::Read {
+            path: path.display().to_string(),
+            error: e.to_string(),
+        })
     }
 
     pub fn validate(&self, text: &str) -> Vec<Problem> {
@@ -247,7 +283,7 @@ impl Core {
 
     /// Writes `text` if it is valid and applies it at once; otherwise returns
     /// its problems and writes nothing.
-    pub fn save(&self, text: &str) -> Result<Vec<Problem>, String> {
+    pub fn save(&self, text: &str) -> Result<Vec<Problem>, ConfigError> {
         let path = lock(&self.config).path.clone();
         match store::save(&path, text) {
             Ok(_) => {
@@ -255,7 +291,7 @@ impl Core {
                 Ok(Vec::new())
             }
             Err(store::SaveError::Invalid(problems)) => Ok(problems),
-            Err(e) => Err(e.to_string()),
+            Err(store::SaveError::Io { path, error }) => Err(ConfigError::Write { path, error }),
         }
     }
 
@@ -265,15 +301,13 @@ impl Core {
 
     /// Stops every agent, forgets the conversations, loads and watches
     /// `path`, and remembers it.
-    pub async fn open(&self, path: &Path) -> Result<(), String> {
+    pub async fn open(&self, path: &Path) -> Result<(), ConfigError> {
         let path = store::absolute(path);
         // Opened even if it is not UTF-8: then it is shown invalid, as a
         // change to the file while watched would be.
-        let bytes = std::fs::read(&path).map_err(|e| {
-            gettext_f(
-                "cannot open {path}: {error}",
-                &[("path", &path.display().to_string()), ("error", &e.to_string())],
-            )
+        let bytes = std::fs::read(&path).map_err(|e| ConfigError::Open {
+            path: path.display().to_string(),
+            error: e.to_string(),
         })?;
         self.supervisor.shutdown().await;
         self.chat.forget_all();
@@ -346,11 +380,11 @@ impl Core {
             }
             "ChatService.Conversation" => to(serde_json::to_value(self.chat.conversation(&s(0)?)?)),
             "ConfigService.Current" => to(serde_json::to_value(self.current())),
-            "ConfigService.Content" => self.content().map(Value::String),
+            "ConfigService.Content" => Ok(self.content().map(Value::String)?),
             "ConfigService.Validate" => to(serde_json::to_value(self.validate(&s(0)?))),
             "ConfigService.Save" => to(serde_json::to_value(self.save(&s(0)?)?)),
             "ConfigService.Schema" => Ok(self.schema()),
-            "ConfigService.Open" => self.open(Path::new(&s(0)?)).await.map(|_| Value::Null),
+            "ConfigService.Open" => Ok(self.open(Path::new(&s(0)?)).await.map(|_| Value::Null)?),
             "ConfigService.Recent" => Ok(json!(self.recent())),
             "ConfigService.Choose" => Err(gettext("no file chooser without a display")),
             _ => Err(gettext_f("unknown method: {method}", &[("method", method)])),

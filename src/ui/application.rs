@@ -135,7 +135,7 @@ fn ensure_window(app: &adw::Application, config: Option<PathBuf>) -> Option<Parl
 fn open_config(win: &ParleyWindow, path: PathBuf) {
     let core = win.core().clone();
     runtime::call(
-        async move { core.open(&path).await },
+        async move { core.open(&path).await.map_err(String::from) },
         glib::clone!(
             #[weak]
             win,

@@ -40,7 +40,7 @@ pub fn show(parent: &impl IsA<gtk::Window>, model: &AppModel) -> Option<Rc<Edito
     let text = match model.core().content() {
         Ok(t) => t,
         Err(e) => {
-            toast(parent, &e);
+            toast(parent, &e.to_string());
             return None;
         }
     };
@@ -283,8 +283,12 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
                 }
                 Ok(problems) => show_problems(&e, &problems),
                 Err(err) => match &parent {
-                    Some(parent) => toast(parent, &err),
-                    None => crate::ui::a11y::announce(&e.view, &err, crate::ui::a11y::Priority::Medium),
+                    Some(parent) => toast(parent, &err.to_string()),
+                    None => crate::ui::a11y::announce(
+                        &e.view,
+                        &err.to_string(),
+                        crate::ui::a11y::Priority::Medium,
+                    ),
                 },
             });
         }
