@@ -365,7 +365,7 @@ impl Core {
                 .await
                 .map(|_| Value::Null)
                 .map_err(String::from),
-            "AgentService.Stop" => self.supervisor.stop(&s(0)?).await.map(|_| Value::Null),
+            "AgentService.Stop" => Ok(self.supervisor.stop(&s(0)?).await.map(|_| Value::Null)?),
             "AgentService.Restart" => self
                 .supervisor
                 .restart(&s(0)?)

@@ -250,7 +250,7 @@ impl Chat {
             return;
         };
         if let Err(e) = sup.acquire(agent) {
-            self.system_message(agent, MessageCode::AgentUnavailable, Some(e));
+            self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
             return;
         }
         let end = self.prompt_turn(agent, text, &conn, generation).await;

@@ -4,9 +4,9 @@ use super::*;
 
 impl Supervisor {
     /// The last 200 stderr lines.
-    pub fn logs(&self, name: &str) -> Result<Vec<String>, String> {
+    pub fn logs(&self, name: &str) -> Result<Vec<String>, AgentError> {
         let mut t = lock(&self.shared.table);
-        let e = t.find(name).ok_or_else(|| unknown(name))?;
+        let e = t.find(name).ok_or_else(|| AgentError::Unknown(name.to_owned()))?;
         let logs = lock(&e.logs);
         Ok(logs.iter().cloned().collect())
     }

@@ -253,7 +253,33 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn unknown(name: &str) -> String {
-    crate::i18n::gettext_f("unknown agent: {name}", &[("name", name)])
+    AgentError::Unknown(name.to_owned()).to_string()
+}
+
+/// Why `Stop`, `Logs` or taking an agent for a turn was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.text())]
+pub enum AgentError {
+    Unknown(String),
+    NotRunning(String),
+}
+
+impl AgentError {
+    // In a function body, not the attribute: xgettext finds them here.
+    fn text(&self) -> String {
+        match self {
+            AgentError::Unknown(name) => crate::i18n::gettext_f("unknown agent: {name}", &[("name", name)]),
+            AgentError::NotRunning(name) => {
+                crate::i18n::gettext_f("the agent {name} is not running", &[("name", name)])
+            }
+        }
+    }
+}
+
+impl From<AgentError> for String {
+    fn from(e: AgentError) -> Self {
+        e.to_string()
+    }
 }
 
 enum StartStep {
@@ -394,11 +420,11 @@ impl Supervisor {
     }
 
     /// A conversation starts using the agent: `ready` → `busy`.
-    pub fn acquire(&self, name: &str) -> Result<(), String> {
+    pub fn acquire(&self, name: &str) -> Result<(), AgentError> {
         let mut t = lock(&self.shared.table);
-        let e = t.find(name).ok_or_else(|| unknown(name))?;
-        let next = transition(e.state, Trigger::Used)
-            .ok_or_else(|| crate::i18n::gettext_f("the agent {name} is not running", &[("name", name)]))?;
+        let e = t.find(name).ok_or_else(|| AgentError::Unknown(name.to_owned()))?;
+        let next =
+            transition(e.state, Trigger::Used).ok_or_else(|| AgentError::NotRunning(name.to_owned()))?;
         e.users += 1;
         e.last_used = Instant::now();
         if next != e.state {

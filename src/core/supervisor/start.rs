@@ -21,7 +21,7 @@ impl Supervisor {
                 StartStep::Evict(other) => {
                     self.stop_with(&other, Trigger::LeastRecentlyUsed)
                         .await
-                        .map_err(StartError::plain)?;
+                        .map_err(|e| StartError::plain(e.to_string()))?;
                 }
                 StartStep::Spawn(def, generation, logs) => {
                     return self.run_start(*def, generation, logs).await;

@@ -83,16 +83,16 @@ impl Supervisor {
         }
     }
 
-    pub async fn stop(&self, name: &str) -> Result<(), String> {
+    pub async fn stop(&self, name: &str) -> Result<(), AgentError> {
         self.stop_with(name, Trigger::StopRequested).await
     }
 
-    pub(super) async fn stop_with(&self, name: &str, trigger: Trigger) -> Result<(), String> {
+    pub(super) async fn stop_with(&self, name: &str, trigger: Trigger) -> Result<(), AgentError> {
         let mut changed = self.shared.changed.subscribe();
         let (generation, running) = {
             let mut t = lock(&self.shared.table);
             let Some(e) = t.find(name) else {
-                return Err(unknown(name));
+                return Err(AgentError::Unknown(name.to_owned()));
             };
             match e.state {
                 AgentState::Stopped | AgentState::Error => return Ok(()),
@@ -185,7 +185,9 @@ impl Supervisor {
         if self.definition(name).is_none() {
             return Err(StartError::plain(unknown(name)));
         }
-        self.stop(name).await.map_err(StartError::plain)?;
+        self.stop(name)
+            .await
+            .map_err(|e| StartError::plain(e.to_string()))?;
         self.start(name).await
     }
 

@@ -367,7 +367,7 @@ impl AgentObject {
                 // lines are in its log and its error.
                 match what {
                     Lifecycle::Start => core.supervisor.start(&agent).await.map_err(|e| e.reason),
-                    Lifecycle::Stop => core.supervisor.stop(&agent).await,
+                    Lifecycle::Stop => core.supervisor.stop(&agent).await.map_err(String::from),
                     Lifecycle::Restart => core.supervisor.restart(&agent).await.map_err(|e| e.reason),
                 }
             },
