@@ -23,6 +23,10 @@
 //! The status pipe tells Parley the agent's pid (4 bytes, at once) and then
 //! its raw wait status (4 bytes, when it exits), so Parley learns of the exit
 //! at once even while the guardian still waits out the grace period.
+//!
+//! Why one file of some 500 lines: everything from the fork to the exec is
+//! one async-signal-safe piece that must be read (and kept) together; its
+//! /proc reader and number writer are here because std's cannot be used.
 
 use std::ffi::{CStr, CString};
 use std::io;
