@@ -5,6 +5,10 @@
 //! `parley-demo-agent` program, and `parley --demo-agent` /
 //! `parley-cli --demo-agent` for a tree where only `parley` was built
 //! (`cargo run`). See `core::supervisor::launch::bundled`.
+//!
+//! Why one file of some 880 lines: it is test tooling, a script of prompt
+//! keywords read top to bottom; the hostile scripts live apart
+//! (`hostile_fs`, `hostile_text`).
 
 use std::collections::HashMap;
 use std::io::Write;
