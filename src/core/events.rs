@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use crate::core::chat::message::{Message, Part, PermissionOption, ToolCall, Usage};
+use crate::core::chat::message::{Message, Part, PartKind, PermissionOption, ToolCall, Usage};
 use crate::core::config::Problem;
 use crate::core::supervisor::lifecycle::AgentState;
 
@@ -98,7 +98,7 @@ pub struct MessageDelta {
     pub agent: String,
     pub message_id: String,
     pub index: usize,
-    pub kind: &'static str,
+    pub kind: PartKind,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

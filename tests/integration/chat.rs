@@ -50,7 +50,9 @@ async fn a_flood_of_100k_chunks_arrives_whole_and_in_order() {
         .seen
         .iter()
         .filter_map(|e| match e {
-            Event::MessageDelta(d) if d.kind == "text" => d.text.as_deref(),
+            Event::MessageDelta(d) if d.kind == parley::core::chat::message::PartKind::Text => {
+                d.text.as_deref()
+            }
             _ => None,
         })
         .collect();

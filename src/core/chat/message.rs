@@ -78,14 +78,35 @@ pub enum Part {
     Plan { entries: Vec<PlanEntry> },
 }
 
+/// The spec's part kinds (`message:delta`'s `kind`), with its names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartKind {
+    Text,
+    Thought,
+    Tool,
+    Plan,
+}
+
 impl Part {
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> PartKind {
         match self {
-            Part::Text { .. } => "text",
-            Part::Thought { .. } => "thought",
-            Part::Tool(_) => "tool",
-            Part::Plan { .. } => "plan",
+            Part::Text { .. } => PartKind::Text,
+            Part::Thought { .. } => PartKind::Thought,
+            Part::Tool(_) => PartKind::Tool,
+            Part::Plan { .. } => PartKind::Plan,
         }
+    }
+}
+
+/// The `error` of a queued user message that Cancel dropped before it was
+/// sent: the spec's value on the wire.
+pub const DROPPED: &str = "cancelled";
+
+impl Message {
+    /// A queued message that Cancel dropped before it was sent.
+    pub fn dropped(&self) -> bool {
+        self.role == Role::User && self.error.as_deref() == Some(DROPPED)
     }
 }
 

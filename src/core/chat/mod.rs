@@ -410,7 +410,7 @@ impl Chat {
             for id in queued {
                 if let Some(m) = c.messages.iter_mut().rev().find(|m| m.id == id) {
                     m.queued = false;
-                    m.error = Some("cancelled".into());
+                    m.error = Some(message::DROPPED.into());
                     dropped.push(m.clone());
                 }
             }

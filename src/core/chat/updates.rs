@@ -5,7 +5,7 @@
 
 use agent_client_protocol_schema::v1 as acp;
 
-use super::message::{self, Command, Message, Part, Role, ToolCall, Usage};
+use super::message::{self, Command, Message, Part, PartKind, Role, ToolCall, Usage};
 use super::Conv;
 use crate::core::events::{Event, MessageDelta, UsageChanged};
 
@@ -84,7 +84,7 @@ impl Conv {
                     agent: agent.to_owned(),
                     message_id: id,
                     index,
-                    kind: "plan",
+                    kind: PartKind::Plan,
                     text: None,
                     part: Some(part),
                 }));
@@ -130,7 +130,11 @@ impl Conv {
             agent: agent.to_owned(),
             message_id: m.id.clone(),
             index,
-            kind: if thought { "thought" } else { "text" },
+            kind: if thought {
+                PartKind::Thought
+            } else {
+                PartKind::Text
+            },
             text: Some(text),
             part: None,
         }));
@@ -181,7 +185,7 @@ impl Conv {
             agent: agent.to_owned(),
             message_id: m.id.clone(),
             index,
-            kind: "tool",
+            kind: PartKind::Tool,
             text: None,
             part: Some(part),
         }));
@@ -283,7 +287,7 @@ mod tests {
                 Part::Text { text: "!".into() },
             ]
         );
-        let deltas: Vec<(usize, &str, Option<&str>)> = events
+        let deltas: Vec<(usize, PartKind, Option<&str>)> = events
             .iter()
             .filter_map(|e| match e {
                 Event::MessageDelta(d) if d.message_id == "m1" => Some((d.index, d.kind, d.text.as_deref())),
@@ -293,10 +297,10 @@ mod tests {
         assert_eq!(
             deltas,
             vec![
-                (0, "text", Some("Hel")),
-                (0, "text", Some("lo")),
-                (1, "thought", Some("hm")),
-                (2, "text", Some("!"))
+                (0, PartKind::Text, Some("Hel")),
+                (0, PartKind::Text, Some("lo")),
+                (1, PartKind::Thought, Some("hm")),
+                (2, PartKind::Text, Some("!"))
             ]
         );
     }

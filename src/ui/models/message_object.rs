@@ -11,7 +11,7 @@ use gtk::glib::subclass::prelude::*;
 
 use super::row_object::{RowKind, RowObject, Stamp};
 use super::segments;
-use crate::core::chat::message::{Message, Part, Role};
+use crate::core::chat::message::{Message, Part, PartKind, Role};
 
 mod imp {
     use super::*;
@@ -110,7 +110,7 @@ impl MessageObject {
     }
 
     /// Applies a `message:delta` without telling the rows yet.
-    pub fn apply_delta(&self, index: usize, kind: &str, text: Option<&str>, part: Option<&Part>) {
+    pub fn apply_delta(&self, index: usize, kind: PartKind, text: Option<&str>, part: Option<&Part>) {
         let imp = self.imp();
         {
             let mut slot = imp.message.borrow_mut();
@@ -118,7 +118,7 @@ impl MessageObject {
             match (text, part) {
                 (Some(t), _) => {
                     if index >= m.parts.len() {
-                        m.parts.push(if kind == "thought" {
+                        m.parts.push(if kind == PartKind::Thought {
                             Part::Thought { text: String::new() }
                         } else {
                             Part::Text { text: String::new() }
@@ -267,7 +267,7 @@ mod tests {
     fn a_streamed_text_grows_by_rows_and_only_its_tail_is_redrawn() {
         let m = agent_message();
         assert_eq!(rows(&m), vec![(RowKind::Empty, 0)]);
-        m.apply_delta(0, "text", Some("first paragraph\n\nsecond"), None);
+        m.apply_delta(0, PartKind::Text, Some("first paragraph\n\nsecond"), None);
         m.changed();
         let r = rows(&m);
         assert_eq!(r.len(), 2, "{r:?}");
@@ -289,7 +289,7 @@ mod tests {
         );
         let fixed_rev = r[0].1;
         let tail_rev = r[1].1;
-        m.apply_delta(0, "text", Some(" paragraph goes on"), None);
+        m.apply_delta(0, PartKind::Text, Some(" paragraph goes on"), None);
         m.changed();
         let r = rows(&m);
         assert_eq!(r.len(), 2);
@@ -297,7 +297,7 @@ mod tests {
         assert!(r[1].1 > tail_rev, "the tail is drawn again");
         // A long paragraph is cut into rows of about MAX_SEGMENT.
         let line = "x".repeat(99) + "\n";
-        m.apply_delta(0, "text", Some(&format!("\n{}", line.repeat(40))), None);
+        m.apply_delta(0, PartKind::Text, Some(&format!("\n{}", line.repeat(40))), None);
         m.changed();
         assert!(rows(&m).len() >= 4, "{:?}", rows(&m));
     }
@@ -305,7 +305,7 @@ mod tests {
     #[test]
     fn a_replaced_text_is_cut_again_and_parts_get_rows_of_their_own() {
         let m = agent_message();
-        m.apply_delta(0, "text", Some("one\n\ntwo\n\nthree"), None);
+        m.apply_delta(0, PartKind::Text, Some("one\n\ntwo\n\nthree"), None);
         m.changed();
         assert_eq!(rows(&m).len(), 3);
         let mut whole = Message::new("m1".into(), "demo", Role::Agent);

@@ -423,7 +423,7 @@ fn footer_text(m: &Message) -> String {
         _ => {}
     }
     if let Some(e) = &m.error {
-        return if e == "cancelled" {
+        return if m.dropped() {
             gettext("Cancelled before it was sent")
         } else {
             gettext_f("Ended with an error: {error}", &[("error", e)])
