@@ -24,6 +24,8 @@ mod imp {
     pub struct ParleyApplication {
         /// Set when the first window opens; taken at shutdown.
         pub model: RefCell<Option<AppModel>>,
+        /// The windows' GSettings (size, maximized), read once.
+        pub settings: std::cell::OnceCell<Option<gio::Settings>>,
     }
 
     #[glib::object_subclass]
@@ -58,6 +60,24 @@ impl ParleyApplication {
     pub fn model(&self) -> Option<AppModel> {
         self.imp().model.borrow().clone()
     }
+
+    /// The windows' settings; `None` without the schema.
+    pub fn settings(&self) -> Option<gio::Settings> {
+        self.imp()
+            .settings
+            .get_or_init(crate::ui::settings::settings)
+            .clone()
+    }
+}
+
+/// A window over `model`, remembering its size in the application's
+/// settings.
+fn new_window(app: &adw::Application, model: &AppModel) -> ParleyWindow {
+    let settings = match app.downcast_ref::<ParleyApplication>() {
+        Some(app) => app.settings(),
+        None => crate::ui::settings::settings(),
+    };
+    ParleyWindow::with_settings(app, model, settings)
 }
 
 /// The model of `app`, whichever kind of application it is.
@@ -119,7 +139,7 @@ fn ensure_window(app: &adw::Application, config: Option<PathBuf>) -> Option<Parl
     if let Some(app) = app.downcast_ref::<ParleyApplication>() {
         app.imp().model.replace(Some(model.clone()));
     }
-    let win = ParleyWindow::new(app, &model);
+    let win = new_window(app, &model);
     let current = core.current();
     if !current.valid {
         if let Some(p) = current.problems.first() {
@@ -307,7 +327,7 @@ fn command_line(app: &adw::Application, cl: &gio::ApplicationCommandLine) -> gli
         if existed && cl.options_dict().contains("new-window") {
             // Another window on the same agents and conversations.
             if let Some(model) = model_of(app) {
-                w = ParleyWindow::new(app, &model);
+                w = new_window(app, &model);
             }
         }
         if let (true, Some(p)) = (existed, path) {

@@ -116,7 +116,18 @@ glib::wrapper! {
 }
 
 impl ParleyWindow {
+    /// A window with the window settings read here (tests, and windows of
+    /// an application that is not Parley's).
     pub fn new(app: &impl IsA<gtk::Application>, model: &AppModel) -> Self {
+        Self::with_settings(app, model, crate::ui::settings::settings())
+    }
+
+    /// A window that remembers its size in `settings` (the application's).
+    pub fn with_settings(
+        app: &impl IsA<gtk::Application>,
+        model: &AppModel,
+        settings: Option<gio::Settings>,
+    ) -> Self {
         let win: Self = glib::Object::builder().property("application", app).build();
         let imp = win.imp();
         let _ = imp.model.set(model.clone());
@@ -127,7 +138,7 @@ impl ParleyWindow {
         selection.set_can_unselect(true);
         selection.set_model(Some(&model.agents()));
         let _ = imp.selection.set(selection.clone());
-        let _ = imp.settings.set(crate::ui::settings::settings());
+        let _ = imp.settings.set(settings);
         win.restore_size();
         win.setup_agents_view(&selection);
         win.setup_actions();
