@@ -211,15 +211,7 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
         card.append(&l);
     }
     for d in &call.diffs {
-        let mut markup = String::new();
-        for (kind, line) in crate::ui::widgets::diff::lines(&d.old_text, &d.new_text) {
-            let esc = escape(&line);
-            match kind {
-                '+' => markup.push_str(&format!("<span foreground=\"#26a269\">+{esc}</span>\n")),
-                '-' => markup.push_str(&format!("<span foreground=\"#e01b24\">-{esc}</span>\n")),
-                _ => markup.push_str(&format!(" {esc}\n")),
-            }
-        }
+        let lines = crate::ui::widgets::diff::lines(&d.old_text, &d.new_text);
         let path = visible(&d.path);
         let title = if d.new_file {
             gettext_f("New file {path}", &[("path", &path)])
@@ -228,7 +220,21 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
         };
         let expander = expander(&title);
         expander.set_expanded(true);
-        let l = label(&format!("<tt>{}</tt>", markup.trim_end()));
+        let style = adw::StyleManager::default();
+        let l = label(&diff_markup(&lines, style.is_dark()));
+        // The colours follow the style, also when it changes while shown.
+        let weak = l.downgrade();
+        let handler = style.connect_dark_notify(move |style| {
+            if let Some(l) = weak.upgrade() {
+                l.set_markup(&diff_markup(&lines, style.is_dark()));
+            }
+        });
+        let handler = std::cell::RefCell::new(Some(handler));
+        l.connect_destroy(move |_| {
+            if let Some(id) = handler.take() {
+                adw::StyleManager::default().disconnect(id);
+            }
+        });
         expander.set_child(Some(&l));
         card.append(&expander);
     }
@@ -239,6 +245,27 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
         card.append(&expander);
     }
     card.upcast()
+}
+
+/// A diff's lines as markup, in libadwaita's success and error colours for
+/// the style in use: each at least 4.5:1 against the card in its own style
+/// (the fixed #26a269 and #e01b24 were under it, and unreadable in dark).
+fn diff_markup(lines: &[(char, String)], dark: bool) -> String {
+    let (added, removed) = if dark {
+        ("#8ff0a4", "#ff7b63")
+    } else {
+        ("#1b8553", "#c01c28")
+    };
+    let mut markup = String::new();
+    for (kind, line) in lines {
+        let esc = escape(line);
+        match kind {
+            '+' => markup.push_str(&format!("<span foreground=\"{added}\">+{esc}</span>\n")),
+            '-' => markup.push_str(&format!("<span foreground=\"{removed}\">-{esc}</span>\n")),
+            _ => markup.push_str(&format!(" {esc}\n")),
+        }
+    }
+    format!("<tt>{}</tt>", markup.trim_end())
 }
 
 pub(super) fn plan_view(entries: &[crate::core::chat::message::PlanEntry]) -> gtk::Widget {
