@@ -281,3 +281,17 @@ pub fn cli_measured(args: &[&str], dir: &std::path::Path) -> (String, i64, Durat
     assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
     (out, usage.ru_maxrss, start.elapsed())
 }
+
+/// Waits (polling, up to 3 s) until `n` processes carry `marker`, and
+/// returns how many do then. A child caught between fork and exec (`sh -c
+/// "…; exec sleep"`) has no readable environment for a moment.
+pub async fn settled_count(marker: &str, n: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let count = processes_with(marker).len();
+        if count == n || Instant::now() > deadline {
+            return count;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -76,7 +76,7 @@ async fn an_agent_that_ignores_end_of_input_gets_sigterm_after_5_seconds() {
 async fn an_agent_and_its_child_that_ignore_sigterm_are_killed_after_8_seconds() {
     let (mut h, marker) = started("kill", "ignore-eof,ignore-term,child-ignores-term").await;
     let pgid = h.core.supervisor.process_group("a").expect("pgid");
-    assert_eq!(processes_with(&marker).len(), 2, "the agent and its child");
+    assert_eq!(settled_count(&marker, 2).await, 2, "the agent and its child");
     assert_eq!(parley::core::supervisor::process::group_members(pgid).len(), 2);
     let took = timed_stop(&h).await;
     assert!(
@@ -100,7 +100,7 @@ async fn quitting_stops_every_agent_in_parallel() {
     let h = Harness::with(&config_text(&agents, 4, "0"), t, false);
     h.core.supervisor.start("a").await.expect("a");
     h.core.supervisor.start("b").await.expect("b");
-    assert_eq!(processes_with(&marker).len(), 3);
+    assert_eq!(settled_count(&marker, 3).await, 3);
     let began = Instant::now();
     h.core.shutdown().await;
     let took = began.elapsed();
@@ -160,7 +160,7 @@ async fn no_orphan_after_parley_is_killed() {
         }
     }
     assert_eq!(
-        processes_with(&marker).len(),
+        settled_count(&marker, 5).await,
         5,
         "two agents, a child in the group and two that left it"
     );
@@ -200,7 +200,7 @@ async fn children_that_left_the_group_are_ended_on_stop_and_on_exit() {
     h.wait_state("a", Stopped).await;
 
     h.core.supervisor.start("b").await.expect("start b");
-    assert_eq!(processes_with(&marker).len(), 3);
+    assert_eq!(settled_count(&marker, 3).await, 3);
     let agent = h.core.supervisor.process_group("b").expect("pgid");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(agent),
