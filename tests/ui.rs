@@ -601,7 +601,22 @@ fn settings_editor_shows_problems(app: &adw::Application) -> Result<(), String> 
         return Err("the problem is not underlined".into());
     }
     save_png(&window, "04-editor-error")?;
-    // Closing with unsaved edits asks first; Discard then closes.
+    // Quitting (Ctrl+Q) with unsaved edits asks instead of quitting, and
+    // so does closing; Discard then closes.
+    if parley::ui::application::quit_or_ask(app) {
+        return Err("Parley quit over unsaved edits".into());
+    }
+    spin(Duration::from_millis(200));
+    let asked = gtk::Window::list_toplevels()
+        .into_iter()
+        .filter_map(|w| w.downcast::<adw::MessageDialog>().ok())
+        .filter(|d| d.transient_for().as_ref() == Some(window.upcast_ref::<gtk::Window>()))
+        .collect::<Vec<_>>();
+    if asked.len() != 1 {
+        return Err(format!("quitting asked {} time(s)", asked.len()));
+    }
+    asked[0].response("cancel");
+    spin(Duration::from_millis(100));
     window.close();
     spin(Duration::from_millis(200));
     if !window.is_visible() {

@@ -235,7 +235,9 @@ fn add_action(
 }
 
 fn setup_actions(app: &adw::Application) {
-    add_action(app, "quit", None, |app, _| app.quit());
+    add_action(app, "quit", None, |app, _| {
+        quit_or_ask(app);
+    });
     add_action(app, "about", None, |app, _| {
         if let Some(w) = window(app) {
             about(&w);
@@ -291,6 +293,29 @@ fn setup_actions(app: &adw::Application) {
     app.set_accels_for_action("win.edit-config", &["<Control>e"]);
     app.set_accels_for_action("win.show-help-overlay", &["<Control>question"]);
     app.set_accels_for_action("window.close", &["<Control>w"]);
+}
+
+/// Quits, unless a configuration editor has unsaved edits: then that editor
+/// asks Save, Discard or Cancel (as closing it does) and Parley stays, to be
+/// quit again once it is answered. True when it quit.
+pub fn quit_or_ask(app: &impl IsA<gtk::Application>) -> bool {
+    let app = app.upcast_ref::<gtk::Application>();
+    let unsaved = app
+        .windows()
+        .into_iter()
+        .filter_map(|w| w.downcast::<ParleyWindow>().ok())
+        .find_map(|w| w.config_editor().filter(|e| e.has_unsaved_edits()));
+    match unsaved {
+        Some(editor) => {
+            editor.window().present();
+            editor.window().close();
+            false
+        }
+        None => {
+            app.quit();
+            true
+        }
+    }
 }
 
 /// For the start-up benchmark: with `PARLEY_EXIT_AFTER_FIRST_FRAME` set,

@@ -85,6 +85,11 @@ impl Editor {
         self.window.clone()
     }
 
+    /// Whether the text differs from the file as last loaded or saved.
+    pub fn has_unsaved_edits(&self) -> bool {
+        current_text(self) != *self.saved.borrow()
+    }
+
     /// The buffer, Save button and problem list (for tests).
     #[doc(hidden)]
     pub fn parts(&self) -> (sourceview5::Buffer, gtk::Button, gtk::ListBox) {
