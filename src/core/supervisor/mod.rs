@@ -157,6 +157,16 @@ struct Running {
     guardian: process::Guardian,
 }
 
+impl Running {
+    /// The stop sequence for this process: end of input, the group's
+    /// signals, then the guardian's time to end what the agent left.
+    async fn end(self, timings: StopTimings) {
+        self.conn.close_output();
+        process::stop_group(self.pgid, self.exit, timings).await;
+        self.guardian.release(timings.term_grace + GUARDIAN_SLACK).await;
+    }
+}
+
 struct Entry {
     def: AgentDef,
     /// A changed definition waiting for the next start (`outdated`).

@@ -109,14 +109,7 @@ impl Supervisor {
                 None => {
                     // The failed process goes with the full stop sequence.
                     let timings = self.shared.timings.stop;
-                    tokio::spawn(async move {
-                        running.conn.close_output();
-                        process::stop_group(running.pgid, running.exit, timings).await;
-                        running
-                            .guardian
-                            .release(timings.term_grace + GUARDIAN_SLACK)
-                            .await;
-                    });
+                    tokio::spawn(running.end(timings));
                 }
             }
         }

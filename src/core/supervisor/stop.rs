@@ -67,13 +67,7 @@ impl Supervisor {
             let this = self.clone();
             let name = name.to_owned();
             tokio::spawn(async move {
-                running.conn.close_output();
-                let timings = this.shared.timings.stop;
-                process::stop_group(running.pgid, running.exit, timings).await;
-                running
-                    .guardian
-                    .release(timings.term_grace + GUARDIAN_SLACK)
-                    .await;
+                running.end(this.shared.timings.stop).await;
                 let mut t = lock(&this.shared.table);
                 if let Some(e) = t.find_gen(&name, generation) {
                     e.stopping = false;
@@ -144,13 +138,7 @@ impl Supervisor {
     }
 
     pub(super) async fn finish_stop(&self, name: &str, generation: u64, running: Running, trigger: Trigger) {
-        running.conn.close_output();
-        let timings = self.shared.timings.stop;
-        process::stop_group(running.pgid, running.exit, timings).await;
-        running
-            .guardian
-            .release(timings.term_grace + GUARDIAN_SLACK)
-            .await;
+        running.end(self.shared.timings.stop).await;
         if let Some(client) = self.client() {
             client.disconnected(name, "stopped");
         }
