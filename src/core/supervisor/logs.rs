@@ -24,12 +24,34 @@ impl Supervisor {
                 None => return,
             }
         };
+        let line = capped(line);
         tracing::info!(agent = name, "{line}");
         self.push_log(name, &logs, line);
     }
 }
 
+/// The longest log line kept, in bytes. Stderr lines are cut sooner (4 KiB)
+/// as they are read; this bounds Parley's own notes, which may quote what
+/// an agent sent (a session id, a line it skipped) of any size.
+const MAX_LOG_LINE: usize = 8 * 1024;
+
+/// `line`, cut at [`MAX_LOG_LINE`] on a character boundary and marked `…`.
+fn capped(mut line: String) -> String {
+    if line.len() > MAX_LOG_LINE {
+        let mut end = MAX_LOG_LINE;
+        while !line.is_char_boundary(end) {
+            end -= 1;
+        }
+        line.truncate(end);
+        line.push('…');
+    }
+    line
+}
+
 pub(super) fn push_log(name: &str, logs: &Mutex<VecDeque<String>>, events_tx: &EventSender, line: String) {
+    // Every line goes through here: none is kept (200 of them) or sent
+    // whole however long an agent made it.
+    let line = capped(line);
     {
         let mut l = lock(logs);
         if l.len() == LOG_LINES {
@@ -83,5 +105,20 @@ pub(super) async fn read_stderr(
             line.push('…');
         }
         push_log(&name, &logs, &events_tx, line);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_note_is_cut_on_a_character_boundary() {
+        assert_eq!(capped("short".into()), "short");
+        let long = "é".repeat(MAX_LOG_LINE); // 2 bytes each
+        let cut = capped(long);
+        assert!(cut.len() <= MAX_LOG_LINE + '…'.len_utf8());
+        assert!(cut.ends_with('…'));
+        assert!(cut.trim_end_matches('…').chars().all(|c| c == 'é'));
     }
 }
