@@ -35,7 +35,7 @@ pub const OUTBOUND_STALL: Duration = Duration::from_secs(10);
 /// An error answer, or the end of the connection.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RpcError {
-    #[error("{message} (error {code})")]
+    #[error("{message}{} (error {code})", detail(data.as_ref()))]
     Remote {
         code: i64,
         message: String,
@@ -45,6 +45,26 @@ pub enum RpcError {
     Closed(String),
     #[error("the agent sent an answer Parley cannot read: {0}")]
     Decode(String),
+}
+
+/// What an error's `data` says in words (`message` or `details`, as
+/// codex-acp and claude-agent-acp put it), as ": …", cut to 1,000 bytes.
+fn detail(data: Option<&Value>) -> String {
+    let text = data.and_then(|d| {
+        d.as_str()
+            .or_else(|| d.get("message").and_then(Value::as_str))
+            .or_else(|| d.get("details").and_then(Value::as_str))
+    });
+    match text.map(str::trim).filter(|t| !t.is_empty()) {
+        Some(t) => {
+            let mut end = t.len().min(1000);
+            while !t.is_char_boundary(end) {
+                end -= 1;
+            }
+            format!(": {}", &t[..end])
+        }
+        None => String::new(),
+    }
 }
 
 impl RpcError {
