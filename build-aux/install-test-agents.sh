@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs ACP agents that nobody here wrote, for the tests, into a cache
-# outside the repository: the Python SDK's example echo agent (from PyPI).
+# outside the repository: the Python SDK's example echo agent (from PyPI),
+# Gemini CLI, claude-agent-acp and codex-acp (from npm).
 # Prints SKIP with the reason when the registry cannot be reached; the tests
 # that need an agent then skip with that reason too.
 set -uo pipefail
@@ -35,4 +36,16 @@ if [ ! -x "$cache/gemini/node_modules/.bin/gemini" ]; then
     echo "SKIP: Gemini CLI could not be installed (no npm, or no registry)"
   fi
 fi
+# Two more that sign in in other ways (terminal and env_var methods).
+install_npm() { # DIR PACKAGE VERSION BIN
+  if [ ! -x "$cache/$1/node_modules/.bin/$4" ]; then
+    if command -v npm >/dev/null 2>&1 && npm install --silent --no-audit --no-fund --prefix "$cache/$1" "$2@$3" >/dev/null 2>&1; then
+      echo "Installed $2 $3 in $cache/$1"
+    else
+      echo "SKIP: $2 could not be installed (no npm, or no registry)"
+    fi
+  fi
+}
+install_npm claude @agentclientprotocol/claude-agent-acp 0.49.0 claude-agent-acp
+install_npm codex @zed-industries/codex-acp 0.16.0 codex-acp
 echo "$cache"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's second command: install what is missing and run every test:
 # the meson checks (desktop file, metainfo, GSettings schema), then all cargo
-# tests (unit, integration with real agent processes, and the window's tests
-# under Xvfb with a D-Bus session bus). Ends with cargo's own summary lines
+# tests (unit, integration with real agent processes and a real keyring, and
+# the window's tests under Xvfb with a D-Bus session bus). Ends with cargo's own summary lines
 # and one total.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,8 +28,9 @@ log=$(mktemp)
 # Bounded, so a hung window test cannot hold CI for its whole budget.
 # fatal-criticals: a Gtk-CRITICAL fails the test that caused it.
 # 2560x1440: room for the 1920 px layout check.
+# with-keyring: a real Secret Service (gnome-keyring, test password).
 timeout 2400 xvfb-run -a -s "-screen 0 2560x1440x24" dbus-run-session -- \
-  env G_DEBUG=fatal-criticals cargo test --all-targets --color never 2>&1 | grep -v "^dbus-daemon\[" | tee "$log"
+  build-aux/with-keyring.sh env G_DEBUG=fatal-criticals cargo test --all-targets --color never 2>&1 | grep -v "^dbus-daemon\[" | tee "$log"
 status=${PIPESTATUS[0]}
 passed=$(grep -o '[0-9]* passed' "$log" | awk '{s += $1} END {print s + 0}')
 failed=$(grep -o '[0-9]* failed' "$log" | awk '{s += $1} END {print s + 0}')

@@ -22,6 +22,10 @@
 //!     doctor ([`core::supervisor::launch`]), limits and the idle check. Its
 //!     `impl` is split along its seams: start, stop, handler, logs, idle.
 //!   - [`core::chat`]: conversations, the message model, permissions.
+//!   - [`core::auth`]: signing in: the methods an agent offers, saved keys
+//!     in the keyring, the sign-in flow (`AuthService`); a terminal
+//!     method's command runs beneath a guardian
+//!     ([`core::supervisor::LoginTerminal`]).
 //!   - [`core::config`]: model, schema and validation with line and column,
 //!     the file (creating, saving atomically, recent files), watching.
 //!   - [`core::events`]: the spec's events; [`core::services`]: the spec's

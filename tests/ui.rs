@@ -135,6 +135,223 @@ fn close(f: Fixture) {
     spin(Duration::from_millis(50));
 }
 
+/// The demo agent in a sign-in mode (`PARLEY_DEMO_MODE`), in `cwd`.
+fn auth_config(mode: &str, cwd: &std::path::Path) -> String {
+    format!(
+        r#"{{"agents": [{{"name": "demo", "title": "Demo Agent", "command": "{}", "cwd": "{}", "env": {{"PARLEY_DEMO_MODE": "{mode}"}}}}]}}"#,
+        env!("CARGO_BIN_EXE_parley-demo-agent"),
+        cwd.display()
+    )
+}
+
+fn wait_sign_in_page(f: &Fixture) -> Result<(), String> {
+    spin_until("the sign-in page", Duration::from_secs(20), || {
+        let page = f.win.sign_in_page();
+        page.active() && page.is_mapped()
+    })?;
+    // Past the crossfade from the conversation.
+    spin(Duration::from_millis(500));
+    Ok(())
+}
+
+fn sign_in_with_an_agent_method(app: &adw::Application) -> Result<(), String> {
+    let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let f = open_window(app, &auth_config("auth-agent", cwd.path()))?;
+    select_demo(&f)?;
+    type_and_send(&f, "echo after sign-in");
+    wait_sign_in_page(&f)?;
+    let page = f.win.sign_in_page();
+    let shown = texts(page.upcast_ref());
+    for expected in [
+        "Sign in to Demo Agent",
+        "Authentication required",
+        "Demo sign-in",
+        "Signs in at once",
+        "Refused sign-in",
+    ] {
+        if !shown.iter().any(|t| t == expected) {
+            return Err(format!("{expected:?} is not on the page: {shown:?}"));
+        }
+    }
+    let row = texts(&f.win.sidebar());
+    if !row.iter().any(|t| t.contains("sign-in needed")) {
+        return Err(format!(
+            "the sidebar does not say the agent needs a sign-in: {row:?}"
+        ));
+    }
+    save_png(&f.win, "sign-in-page")?;
+    adw::StyleManager::default().set_color_scheme(adw::ColorScheme::ForceDark);
+    spin(Duration::from_millis(200));
+    save_png(&f.win, "sign-in-page-dark")?;
+    adw::StyleManager::default().set_color_scheme(adw::ColorScheme::Default);
+    // At phone width the page still fits: nothing wider than the window.
+    f.win.set_default_size(360, 720);
+    spin_until("the narrow layout", Duration::from_secs(5), || f.win.width() <= 400)?;
+    spin(Duration::from_millis(300));
+    if page.width() > f.win.width() {
+        return Err(format!("the page is {} px wide in a {} px window", page.width(), f.win.width()));
+    }
+    save_png(&f.win, "sign-in-page-narrow")?;
+    f.win.set_default_size(1100, 720);
+    spin(Duration::from_millis(300));
+    // A refusal shows the agent's words and keeps the page.
+    page.method_button("demo-refuse")
+        .ok_or("no button for demo-refuse")?
+        .emit_clicked();
+    spin_until("the refusal", Duration::from_secs(10), || {
+        texts(page.upcast_ref())
+            .iter()
+            .any(|t| t.contains("Wrong password"))
+    })?;
+    page.method_button("demo-login")
+        .ok_or("no button for demo-login")?
+        .emit_clicked();
+    spin_until("the page to give way", Duration::from_secs(15), || !page.active())?;
+    spin_until(
+        "the message sent again and answered",
+        Duration::from_secs(15),
+        || {
+            conversation_texts(&f).iter().any(|t| t == "after sign-in")
+                && f.win.agent("demo").is_some_and(|a| !a.answering())
+        },
+    )?;
+    close(f);
+    Ok(())
+}
+
+fn sign_in_in_a_terminal(app: &adw::Application) -> Result<(), String> {
+    let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let f = open_window(app, &auth_config("auth-terminal", cwd.path()))?;
+    select_demo(&f)?;
+    type_and_send(&f, "echo signed in by terminal");
+    wait_sign_in_page(&f)?;
+    let page = f.win.sign_in_page();
+    page.method_button("demo-terminal")
+        .ok_or("no button for demo-terminal")?
+        .emit_clicked();
+    spin_until("the prompt in the terminal", Duration::from_secs(15), || {
+        page.terminal()
+            .is_some_and(|t| t.text().contains("Type yes to sign in"))
+    })?;
+    let terminal = page.terminal().ok_or("no terminal")?;
+    if !terminal.text().starts_with("Demo sign-in for Parley") {
+        return Err(format!("the terminal shows {:?}", terminal.text()));
+    }
+    save_png(&f.win, "sign-in-terminal")?;
+    terminal.feed_child("yes\n");
+    spin_until("the page to give way", Duration::from_secs(20), || !page.active())?;
+    spin_until(
+        "the message sent again and answered",
+        Duration::from_secs(20),
+        || {
+            conversation_texts(&f)
+                .iter()
+                .any(|t| t == "signed in by terminal")
+        },
+    )?;
+    close(f);
+    Ok(())
+}
+
+fn sign_in_with_a_key(app: &adw::Application) -> Result<(), String> {
+    if std::env::var("PARLEY_TEST_KEYRING").as_deref() != Ok("1") {
+        println!("    SKIPPED: no test keyring (run under build-aux/with-keyring.sh)");
+        return Ok(());
+    }
+    let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let f = open_window(app, &auth_config("auth-env", cwd.path()))?;
+    select_demo(&f)?;
+    type_and_send(&f, "echo with a key");
+    wait_sign_in_page(&f)?;
+    let page = f.win.sign_in_page();
+    let entry = page
+        .key_entry("DEMO_API_KEY")
+        .ok_or("no entry for DEMO_API_KEY")?;
+    if !entry.is::<adw::PasswordEntryRow>() {
+        return Err("the key is not asked for in a password entry".into());
+    }
+    entry.set_text("sk-demo-window-secret");
+    save_png(&f.win, "sign-in-key")?;
+    page.method_button("demo-key")
+        .ok_or("no button for demo-key")?
+        .emit_clicked();
+    spin_until("the page to give way", Duration::from_secs(20), || !page.active())?;
+    spin_until(
+        "the message sent again and answered",
+        Duration::from_secs(20),
+        || conversation_texts(&f).iter().any(|t| t == "with a key"),
+    )?;
+    let agent = f.win.agent("demo").ok_or("no agent")?;
+    if !agent.has_saved_keys() {
+        return Err("the key is not listed as saved".into());
+    }
+    WidgetExt::activate_action(&f.win, "win.agent-forget-keys", Some(&"demo".to_variant()))
+        .map_err(|e| e.to_string())?;
+    spin_until("the key forgotten", Duration::from_secs(20), || {
+        !agent.has_saved_keys()
+    })?;
+    close(f);
+    Ok(())
+}
+
+/// claude-agent-acp (from build-aux/install-test-agents.sh): its terminal
+/// login starts in the window's terminal and shows its first line.
+fn claude_login_in_the_window(app: &adw::Application) -> Result<(), String> {
+    let Some(claude) = std::env::var("PARLEY_TEST_AGENTS")
+        .ok()
+        .map(|c| PathBuf::from(c).join("claude/node_modules/.bin/claude-agent-acp"))
+        .filter(|p| p.exists())
+    else {
+        println!("    SKIPPED: claude-agent-acp is not installed (no npm registry?)");
+        return Ok(());
+    };
+    let home = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let config = format!(
+        r#"{{"agents": [{{"name": "claude", "title": "Claude", "command": "{}", "cwd": "{}", "env": {{"HOME": "{}", "ANTHROPIC_API_KEY": ""}}}}]}}"#,
+        claude.display(),
+        home.path().display(),
+        home.path().display()
+    );
+    let f = open_window(app, &config)?;
+    spin_until("claude in the sidebar", Duration::from_secs(5), || {
+        f.win.model().agents().n_items() == 1
+    })?;
+    let agent = f.win.agent("claude").ok_or("no agent")?;
+    f.win.show_sign_in(&agent);
+    let page = f.win.sign_in_page();
+    spin_until("claude's methods", Duration::from_secs(60), || {
+        page.method_button("claude-ai-login").is_some()
+    })?;
+    save_png(&f.win, "sign-in-claude-methods")?;
+    page.method_button("claude-ai-login")
+        .ok_or("no button")?
+        .emit_clicked();
+    spin_until(
+        "claude's first line in the terminal",
+        Duration::from_secs(60),
+        || {
+            page.terminal().is_some_and(|t| {
+                t.text()
+                    .lines()
+                    .any(|l| l.chars().filter(|c| c.is_alphabetic()).count() > 5)
+            })
+        },
+    )?;
+    spin(Duration::from_millis(800));
+    let first = page.terminal().map(|t| t.text()).unwrap_or_default();
+    println!(
+        "    claude's login shows: {:?}",
+        first.lines().find(|l| !l.trim().is_empty())
+    );
+    save_png(&f.win, "sign-in-claude-terminal")?;
+    page.method_button("cancel").ok_or("no Cancel")?.emit_clicked();
+    spin_until("the terminal to go", Duration::from_secs(15), || {
+        page.terminal().is_none()
+    })?;
+    close(f);
+    Ok(())
+}
+
 fn smoke(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(false))?;
     if f.win.title().as_deref() != Some("Parley") {
@@ -1066,6 +1283,10 @@ fn main() {
             a_screen_reader_hears_the_permission_and_the_answer,
         ),
         ("ui::cancel_a_turn_with_stop", cancel_a_turn),
+        ("ui::sign_in_with_an_agent_method", sign_in_with_an_agent_method),
+        ("ui::sign_in_in_a_terminal", sign_in_in_a_terminal),
+        ("ui::sign_in_with_a_key", sign_in_with_a_key),
+        ("ui::claude_login_in_the_window", claude_login_in_the_window),
         (
             "ui::a_long_stream_is_followed_to_its_end",
             a_long_stream_is_followed_to_its_end,

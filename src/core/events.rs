@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+pub use crate::core::auth::AuthStatus;
 use crate::core::chat::message::{Message, Part, PartKind, PermissionOption, ToolCall, Usage};
 use crate::core::config::Problem;
 use crate::core::supervisor::lifecycle::AgentState;
@@ -43,6 +44,8 @@ events! {
     PermissionRequested(PermissionRequest) = "permission:requested",
     PermissionResolved(PermissionResolved) = "permission:resolved",
     UsageChanged(UsageChanged) = "usage:changed",
+    MessageRemoved(MessageRemoved) = "message:removed",
+    AuthChanged(AuthStatus) = "auth:changed",
 }
 
 impl Event {
@@ -58,6 +61,8 @@ impl Event {
             Event::PermissionRequested(e) => Some(&e.agent),
             Event::PermissionResolved(e) => Some(&e.agent),
             Event::UsageChanged(e) => Some(&e.agent),
+            Event::MessageRemoved(e) => Some(&e.agent),
+            Event::AuthChanged(e) => Some(&e.agent),
         }
     }
 }
@@ -129,6 +134,15 @@ pub struct PermissionResolved {
     pub agent: String,
 }
 
+/// A message left the conversation: the empty answer of a prompt that the
+/// agent refused for want of a sign-in.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageRemoved {
+    pub agent: String,
+    pub message_id: String,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct UsageChanged {
     pub agent: String,
@@ -162,9 +176,10 @@ mod tests {
         });
         let wire = serde_json::to_value(&e).expect("json");
         assert_eq!(wire["event"], e.name());
-        assert_eq!(Event::NAMES.len(), 9);
+        assert_eq!(Event::NAMES.len(), 11);
         let mut names = Event::NAMES.to_vec();
+        names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 9, "distinct");
+        assert_eq!(names.len(), 11, "distinct");
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod acp;
 pub mod atomic;
+pub mod auth;
 pub mod chat;
 pub mod config;
 pub mod events;

@@ -1,6 +1,7 @@
 //! The spec's services: `AgentService`, `ChatService`, `ConfigService`, over
 //! one [`Core`]. Front ends (the window, `parley-cli`) call only these.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -122,6 +123,9 @@ pub struct Core {
     config: Arc<Mutex<ConfigState>>,
     events: EventSender,
     runtime: tokio::runtime::Handle,
+    /// Sign-ins under way, by agent: send to give one up (taken by the
+    /// Cancel; the entry stays until the sign-in is over).
+    sign_ins: Arc<Mutex<HashMap<String, Option<tokio::sync::oneshot::Sender<()>>>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -159,12 +163,20 @@ impl Core {
             })),
             events: tx,
             runtime: tokio::runtime::Handle::current(),
+            sign_ins: Arc::default(),
         };
+        core.supervisor.set_scope(&path.display().to_string());
         core.load(bytes, false);
         if options.watch {
             core.watch(&path);
         }
         Ok((core, rx))
+    }
+
+    pub(crate) fn sign_ins(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Option<tokio::sync::oneshot::Sender<()>>>> {
+        lock(&self.sign_ins)
     }
 
     pub fn events(&self) -> EventSender {
@@ -319,6 +331,7 @@ impl Core {
             st.created = false;
             st.applied = Config::default();
         }
+        self.supervisor.set_scope(&path.display().to_string());
         // The old file's agents go; the new file's come.
         self.supervisor.apply_config(&[], Default::default());
         self.load(bytes, true);
@@ -387,7 +400,40 @@ impl Core {
             "ConfigService.Open" => Ok(self.open(Path::new(&s(0)?)).await.map(|_| Value::Null)?),
             "ConfigService.Recent" => Ok(json!(self.recent())),
             "ConfigService.Choose" => Err(gettext("no file chooser without a display")),
+            "AuthService.Status" => to(serde_json::to_value(self.auth_status(&s(0)?)?)),
+            "AuthService.Methods" => to(serde_json::to_value(self.auth_methods(&s(0)?).await?)),
+            "AuthService.SignIn" => {
+                let values = secret_values(params.get(2))?;
+                Ok(self.sign_in(&s(0)?, &s(1)?, values).await.map(|_| Value::Null)?)
+            }
+            "AuthService.Cancel" => Ok(self.cancel_sign_in(&s(0)?).await.map(|_| Value::Null)?),
+            "AuthService.ForgetKeys" => Ok(self.forget_keys(&s(0)?).await.map(|_| Value::Null)?),
+            "AuthService.Logout" => Ok(self.logout(&s(0)?).await.map(|_| Value::Null)?),
+            "AuthService.Terminal" => Err(gettext(
+                "a terminal sign-in runs in the window; parley-cli auth prints its command",
+            )),
             _ => Err(gettext_f("unknown method: {method}", &[("method", method)])),
         }
+    }
+}
+
+/// `AuthService.SignIn`'s third argument: an object of names to values
+/// (absent or `null`: none).
+fn secret_values(v: Option<&Value>) -> Result<Vec<(String, crate::core::auth::secrets::Secret)>, String> {
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(o)) => o
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), crate::core::auth::secrets::Secret::new(s.clone()))),
+                _ => Err(gettext_f(
+                    "AuthService.SignIn: the value of {name} must be a string",
+                    &[("name", k)],
+                )),
+            })
+            .collect(),
+        Some(_) => Err(gettext(
+            "AuthService.SignIn: argument 3 must be an object of names to values",
+        )),
     }
 }

@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::oneshot;
 
+mod auth;
 mod hostile_fs;
 mod hostile_text;
 
@@ -48,6 +49,15 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   double-fork          start a daemon by a double fork: a setsid child whose
                        parent exits at once
   auth-required        answer session/new with an authentication error
+  auth-agent           offer agent sign-in methods (demo-login succeeds,
+                       demo-refuse fails, demo-slow takes 30 s) and logout;
+                       answer prompts with an authentication error until
+                       signed in
+  auth-env             offer an env_var method; session/new fails until
+                       DEMO_API_KEY is set
+  auth-terminal        offer a terminal method (--login) and its legacy
+                       _meta form; session/new fails until a terminal
+                       sign-in left .parley-demo-signed-in in the cwd
   early-updates        send a session update before answering session/new
   close-stdout         close stdout after answering initialize, keep running
 
@@ -88,6 +98,9 @@ Prompt keywords (the prompt's first word):
                        (a misleading link) or bidi (a right-to-left override
                        in a file name)
 Any prompt ends with stopReason cancelled if session/cancel arrives.
+
+--login: the terminal sign-in: asks for \"yes\" on its terminal, then
+exits 0 (and leaves .parley-demo-signed-in in the current directory) or 1.
 ";
 
 struct Agent {
@@ -103,6 +116,8 @@ struct Agent {
     cwd: Mutex<String>,
     /// Set by `fs-no-read`: stdin is no longer read.
     deaf: AtomicBool,
+    /// `auth-agent`: `authenticate` succeeded (and no `logout` since).
+    signed_in: AtomicBool,
 }
 
 impl Agent {
@@ -204,6 +219,9 @@ async fn run(args: Vec<String>) {
         print!("{HELP}");
         return;
     }
+    if args.first().is_some_and(|a| a == "--login") {
+        std::process::exit(auth::terminal_login());
+    }
     let modes: Vec<String> = std::env::var("PARLEY_DEMO_MODE")
         .unwrap_or_default()
         .split(',')
@@ -222,6 +240,7 @@ async fn run(args: Vec<String>) {
         used: AtomicU64::new(1200),
         cwd: Mutex::new(String::new()),
         deaf: AtomicBool::new(false),
+        signed_in: AtomicBool::new(false),
     });
     if let Some(k) = agent.mode("stderr").and_then(|k| k.parse::<usize>().ok()) {
         for i in 1..=k {
@@ -334,7 +353,13 @@ async fn handle(agent: Arc<Agent>, msg: Value) {
             }
         }
         (Some("initialize"), Some(id)) => initialize(&agent, &id, params).await,
-        (Some("authenticate"), Some(id)) => agent.respond(&id, json!({})),
+        (Some("authenticate"), Some(id)) => {
+            tokio::spawn(async move { auth::authenticate(&agent, &id, params).await });
+        }
+        (Some("logout"), Some(id)) => {
+            agent.signed_in.store(false, Ordering::Relaxed);
+            agent.respond(&id, json!({}));
+        }
         (Some("session/new"), Some(id)) => new_session(&agent, &id, params).await,
         (Some("session/set_mode"), Some(id)) => agent.respond(&id, json!({})),
         (Some("session/prompt"), Some(id)) => {
@@ -387,8 +412,9 @@ async fn initialize(agent: &Agent, id: &Value, params: Value) {
         id,
         json!({
             "protocolVersion": version,
-            "agentCapabilities": {"loadSession": false, "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false}},
-            "authMethods": [],
+            "agentCapabilities": {"loadSession": false, "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+                "auth": if agent.mode("auth-agent").is_some() { json!({"logout": {}}) } else { json!({}) }},
+            "authMethods": auth::methods(agent),
             "agentInfo": {"name": "parley-demo-agent", "title": "Demo Agent", "version": env!("CARGO_PKG_VERSION")}
         }),
     );
@@ -414,6 +440,9 @@ async fn new_session(agent: &Agent, id: &Value, params: Value) {
     }
     if agent.mode("auth-required").is_some() {
         return agent.respond_error(id, -32000, "Authentication required");
+    }
+    if let Some(why) = auth::session_refused(agent, &req.cwd) {
+        return agent.respond_error(id, -32000, &why);
     }
     *agent.cwd.lock().unwrap_or_else(|e| e.into_inner()) = req.cwd.display().to_string();
     let n = agent.sessions.fetch_add(1, Ordering::Relaxed) + 1;
@@ -448,6 +477,9 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
         Err(e) => return agent.respond_error(&id, -32602, &format!("invalid session/prompt params: {e}")),
     };
     let sid = req.session_id.to_string();
+    if agent.mode("auth-agent").is_some() && !agent.signed_in.load(Ordering::Relaxed) {
+        return agent.respond_error(&id, -32000, "Authentication required");
+    }
     let flag = agent
         .cancelled
         .lock()

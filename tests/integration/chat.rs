@@ -338,19 +338,19 @@ async fn an_agent_that_cannot_start_gives_agent_unavailable() {
     );
 }
 
+/// "Authentication required" from `session/new` is a sign-in, not an
+/// unavailable agent: the message waits, the agent is marked.
 #[tokio::test(flavor = "multi_thread")]
-async fn authentication_required_is_clear() {
+async fn authentication_required_asks_for_a_sign_in() {
     let mut h = Harness::new(&[agent("a", "auth-required")]);
     h.core.chat.send("a", "hello").expect("send");
     h.wait_idle("a").await;
-    let sys = h.system_message("a");
-    assert!(
-        sys.error
-            .as_deref()
-            .unwrap_or_default()
-            .starts_with("authentication required"),
-        "{sys:?}"
-    );
+    let status = h.core.auth_status("a").expect("status");
+    assert!(status.needs_sign_in, "{status:?}");
+    assert_eq!(status.message.as_deref(), Some("Authentication required"));
+    let conv = h.core.conversation("a").expect("conversation");
+    assert_eq!(conv.messages.len(), 1, "no system message: {:?}", conv.messages);
+    assert!(conv.messages[0].queued);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -3,6 +3,7 @@
 //! and scripts drive them. One test binary, several modules.
 
 mod acp;
+mod auth;
 mod chat;
 mod cli;
 mod common;

@@ -9,6 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::connection::{Connection, RpcError};
+use crate::core::auth::{methods, AuthMethod};
 
 /// The protocol version Parley speaks.
 pub const PROTOCOL_VERSION: u16 = 1;
@@ -37,21 +38,46 @@ fn decode<T: DeserializeOwned>(method: &str, value: Value) -> Result<T, CallErro
 
 fn map_auth(err: RpcError) -> CallError {
     match &err {
-        RpcError::Remote { code, message, .. }
-            if *code == AUTH_REQUIRED || message.to_lowercase().contains("auth") =>
-        {
+        RpcError::Remote { code, message, .. } if *code == AUTH_REQUIRED || says_auth(message) => {
             CallError::AuthRequired(message.clone())
         }
         _ => CallError::Rpc(err),
     }
 }
 
-pub async fn initialize(conn: &Connection) -> Result<acp::InitializeResponse, CallError> {
+/// Agents that use another code still say so in words.
+fn says_auth(message: &str) -> bool {
+    let m = message.to_lowercase();
+    ["authentication", "unauthenticated", "not logged in", "api key"]
+        .iter()
+        .any(|w| m.contains(w))
+}
+
+/// What Parley keeps of an `initialize` answer.
+#[derive(Debug, Clone)]
+pub struct Initialized {
+    pub response: acp::InitializeResponse,
+    /// Read from the raw answer: see `auth::methods`.
+    pub auth_methods: Vec<AuthMethod>,
+    /// `agentCapabilities.auth.logout` was given.
+    pub can_logout: bool,
+}
+
+pub async fn initialize(conn: &Connection) -> Result<Initialized, CallError> {
+    let mut auth = acp::AuthCapabilities::new();
+    auth.terminal = true;
     let request = acp::InitializeRequest::new(ProtocolVersion::V1)
         .client_capabilities(
-            acp::ClientCapabilities::new().fs(acp::FileSystemCapabilities::new()
-                .read_text_file(true)
-                .write_text_file(true)),
+            acp::ClientCapabilities::new()
+                .fs(acp::FileSystemCapabilities::new()
+                    .read_text_file(true)
+                    .write_text_file(true))
+                .auth(auth)
+                // The legacy form of the same, which claude-agent-acp reads.
+                .meta(serde_json::Map::from_iter([(
+                    "terminal-auth".to_owned(),
+                    Value::Bool(true),
+                )])),
         )
         .client_info(
             acp::Implementation::new("parley", env!("CARGO_PKG_VERSION")).title("Parley".to_string()),
@@ -65,12 +91,42 @@ pub async fn initialize(conn: &Connection) -> Result<acp::InitializeResponse, Ca
             ours: PROTOCOL_VERSION,
         });
     }
-    decode("initialize", answer)
+    let auth_methods = methods::parse(answer.get("authMethods"));
+    let can_logout = answer
+        .pointer("/agentCapabilities/auth/logout")
+        .is_some_and(Value::is_object);
+    // `authMethods` is read above; the schema's own reading of it may
+    // refuse a kind it does not know, which must not fail the handshake.
+    let mut rest = answer;
+    if let Some(o) = rest.as_object_mut() {
+        o.remove("authMethods");
+    }
+    Ok(Initialized {
+        response: decode("initialize", rest)?,
+        auth_methods,
+        can_logout,
+    })
 }
 
-pub async fn authenticate(conn: &Connection, method_id: &str) -> Result<(), CallError> {
-    let request = acp::AuthenticateRequest::new(method_id.to_string());
-    conn.request("authenticate", to_params(&request)).await?;
+/// `authenticate`; `meta` goes as its `_meta` (gemini-cli takes an API key
+/// there as `api-key`).
+pub async fn authenticate(
+    conn: &Connection,
+    method_id: &str,
+    meta: Option<serde_json::Map<String, Value>>,
+) -> Result<(), CallError> {
+    let mut request = to_params(&acp::AuthenticateRequest::new(method_id.to_string()));
+    if let (Some(meta), Some(o)) = (meta, request.as_object_mut()) {
+        o.insert("_meta".to_owned(), Value::Object(meta));
+    }
+    conn.request("authenticate", request).await?;
+    Ok(())
+}
+
+/// `logout` (where `agentCapabilities.auth.logout` was given).
+pub async fn logout(conn: &Connection) -> Result<(), CallError> {
+    conn.request("logout", to_params(&acp::LogoutRequest::new()))
+        .await?;
     Ok(())
 }
 
@@ -96,7 +152,10 @@ pub async fn prompt(
         session_id.clone(),
         vec![acp::ContentBlock::Text(acp::TextContent::new(text))],
     );
-    let answer = conn.request("session/prompt", to_params(&request)).await?;
+    let answer = conn
+        .request("session/prompt", to_params(&request))
+        .await
+        .map_err(map_auth)?;
     decode("session/prompt", answer)
 }
 

@@ -52,6 +52,9 @@ struct Conv {
     current: Option<usize>,
     rejections: u32,
     cancelling: bool,
+    /// User messages the agent refused for want of a sign-in, oldest
+    /// first: they are sent again once a sign-in succeeds.
+    awaiting_sign_in: Vec<String>,
 }
 
 impl Conv {
@@ -122,6 +125,8 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 enum TurnEnd {
     Stop(acp::StopReason),
     Error(String),
+    /// The agent wants a sign-in first (its words).
+    SignIn(String),
 }
 
 impl Chat {
@@ -193,19 +198,22 @@ impl Chat {
             let this = self.clone();
             let agent = agent.to_owned();
             let text = text.to_owned();
-            tokio::spawn(async move { this.run_turns(agent, text).await });
+            let first = id.clone();
+            tokio::spawn(async move { this.run_turns(agent, first, text).await });
         }
         Ok(id)
     }
 
-    async fn run_turns(&self, agent: String, first: String) {
+    async fn run_turns(&self, agent: String, first_id: String, first: String) {
+        let mut id = first_id;
         let mut text = first;
         loop {
-            self.one_turn(&agent, &text).await;
+            self.one_turn(&agent, &id, &text).await;
             let mut convs = lock(&self.inner.convs);
             let Some(c) = convs.get_mut(&agent) else { return };
             match c.queue.pop_front() {
-                Some(id) => {
+                Some(next) => {
+                    id = next;
                     // Sent now: it moves after the answer it waited for.
                     if let Some(i) = c.messages.iter().rposition(|m| m.id == id) {
                         let mut m = c.messages.remove(i);
@@ -235,7 +243,7 @@ impl Chat {
         self.emit_message(&m);
     }
 
-    async fn one_turn(&self, agent: &str, text: &str) {
+    async fn one_turn(&self, agent: &str, id: &str, text: &str) {
         let sup = &self.inner.supervisor;
         if let Err(e) = sup.start(agent).await {
             self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
@@ -255,9 +263,102 @@ impl Chat {
         }
         let end = self.prompt_turn(agent, text, &conn, generation).await;
         sup.release(agent);
-        if let Some(end) = end {
-            self.finish_current(agent, end);
+        match end {
+            Some(TurnEnd::SignIn(why)) => {
+                self.remove_empty_answer(agent);
+                self.wait_for_sign_in(agent, id, why);
+            }
+            Some(end) => self.finish_current(agent, end),
+            None => {}
         }
+    }
+
+    /// The answer to a prompt the agent refused for want of a sign-in goes
+    /// (`message:removed`), unless the agent had already said something.
+    fn remove_empty_answer(&self, agent: &str) {
+        let removed = {
+            let mut convs = lock(&self.inner.convs);
+            let Some(c) = convs.get_mut(agent) else { return };
+            let Some(i) = c.current.take() else { return };
+            if c.messages.get(i).is_some_and(|m| m.parts.is_empty()) {
+                Some(c.messages.remove(i).id)
+            } else {
+                c.current = Some(i);
+                None
+            }
+        };
+        match removed {
+            Some(message_id) => self.emit(Event::MessageRemoved(events::MessageRemoved {
+                agent: agent.to_owned(),
+                message_id,
+            })),
+            None => self.finish_current(agent, TurnEnd::Error(gettext("authentication required"))),
+        }
+    }
+
+    /// The user message `id` waits (as `queued`) for a sign-in, and the
+    /// agent is marked as needing one (`auth:changed`).
+    fn wait_for_sign_in(&self, agent: &str, id: &str, why: String) {
+        let waiting = {
+            let mut convs = lock(&self.inner.convs);
+            let c = convs.entry(agent.to_owned()).or_default();
+            if !c.awaiting_sign_in.iter().any(|w| w == id) {
+                c.awaiting_sign_in.push(id.to_owned());
+            }
+            c.messages.iter_mut().rev().find(|m| m.id == id).map(|m| {
+                m.queued = true;
+                m.clone()
+            })
+        };
+        if let Some(m) = waiting {
+            self.emit_message(&m);
+        }
+        self.inner.supervisor.set_needs_sign_in(agent, Some(why));
+    }
+
+    /// The agent accepted a session or a prompt: if it was marked as
+    /// needing a sign-in (signed in elsewhere, restarted, or the words
+    /// misled), it is not any more, and the waiting messages go.
+    fn signed_in_after_all(&self, agent: &str) {
+        if self.inner.supervisor.needs_sign_in(agent) {
+            self.inner.supervisor.set_needs_sign_in(agent, None);
+            self.resume_after_sign_in(agent);
+        }
+    }
+
+    /// A sign-in succeeded: the messages that waited for it are sent again,
+    /// in their order (after a turn under way, if any).
+    pub fn resume_after_sign_in(&self, agent: &str) {
+        let first = {
+            let mut convs = lock(&self.inner.convs);
+            let Some(c) = convs.get_mut(agent) else { return };
+            let mut ids = std::mem::take(&mut c.awaiting_sign_in);
+            ids.retain(|id| c.messages.iter().any(|m| m.id == *id));
+            let Some((first, rest)) = ids.split_first() else {
+                return;
+            };
+            if c.busy {
+                c.queue.extend(ids.iter().cloned());
+                self.emit_turn(agent, c);
+                return;
+            }
+            c.queue.extend(rest.iter().cloned());
+            c.busy = true;
+            // Sent now: it moves to the end, as a queued message does.
+            let Some(i) = c.messages.iter().rposition(|m| m.id == *first) else {
+                return; // kept above only if it is there
+            };
+            let mut m = c.messages.remove(i);
+            m.queued = false;
+            let text = m.text();
+            c.messages.push(m.clone());
+            self.emit_message(&m);
+            self.emit_turn(agent, c);
+            (first.clone(), text)
+        };
+        let this = self.clone();
+        let agent = agent.to_owned();
+        tokio::spawn(async move { this.run_turns(agent, first.0, first.1).await });
     }
 
     /// `None` when no agent message was started (the session failed).
@@ -284,9 +385,13 @@ impl Chat {
         let (session, early) = match session {
             Some(s) => (s, Vec::new()),
             None => match self.open_session(agent, conn, generation).await {
-                Ok(s) => s,
+                Ok(s) => {
+                    self.signed_in_after_all(agent);
+                    s
+                }
+                Err(calls::CallError::AuthRequired(why)) => return Some(TurnEnd::SignIn(why)),
                 Err(e) => {
-                    self.system_message(agent, MessageCode::AgentUnavailable, Some(e));
+                    self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
                     return None;
                 }
             },
@@ -306,7 +411,11 @@ impl Chat {
             self.apply_update(agent, &sid, update);
         }
         Some(match calls::prompt(conn, &session, text).await {
-            Ok(r) => TurnEnd::Stop(r.stop_reason),
+            Ok(r) => {
+                self.signed_in_after_all(agent);
+                TurnEnd::Stop(r.stop_reason)
+            }
+            Err(calls::CallError::AuthRequired(why)) => TurnEnd::SignIn(why),
             Err(calls::CallError::Rpc(RpcError::Closed(reason))) => {
                 // The process ended: the supervisor's error says how.
                 let settled = self
@@ -327,7 +436,7 @@ impl Chat {
         agent: &str,
         conn: &crate::core::acp::Connection,
         generation: u64,
-    ) -> Result<(acp::SessionId, Vec<(String, acp::SessionUpdate)>), String> {
+    ) -> Result<(acp::SessionId, Vec<(String, acp::SessionUpdate)>), calls::CallError> {
         let def = self.inner.supervisor.definition(agent);
         let cwd = def.as_ref().map(|d| d.working_dir()).unwrap_or_default();
         let mut servers = Vec::new();
@@ -347,7 +456,7 @@ impl Chat {
             c.opening_session = false;
             let early = std::mem::take(&mut c.early);
             match result {
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(e),
                 Ok(r) => {
                     let restarted = c.had_session;
                     c.session = Some((r.session_id.clone(), generation));
@@ -372,7 +481,7 @@ impl Chat {
         let Some(m) = c.messages.get_mut(i) else { return };
         match end {
             TurnEnd::Stop(reason) => m.stop_reason = Some(reason),
-            TurnEnd::Error(e) => m.error = Some(e),
+            TurnEnd::Error(e) | TurnEnd::SignIn(e) => m.error = Some(e),
         }
         m.done = true;
         let m = m.clone();
@@ -400,12 +509,24 @@ impl Chat {
             let Some(c) = convs.get_mut(agent) else {
                 return Ok(());
             };
+            // Messages that wait for a sign-in are dropped too.
+            let mut dropped = Vec::new();
+            for id in std::mem::take(&mut c.awaiting_sign_in) {
+                if let Some(m) = c.messages.iter_mut().rev().find(|m| m.id == id) {
+                    m.queued = false;
+                    m.error = Some(message::DROPPED.into());
+                    dropped.push(m.clone());
+                }
+            }
             if !c.busy {
+                drop(convs);
+                for m in &dropped {
+                    self.emit_message(m);
+                }
                 return Ok(());
             }
             c.cancelling = true;
             let pending: Vec<PendingPermission> = c.permissions.drain(..).collect();
-            let mut dropped = Vec::new();
             let queued: Vec<String> = c.queue.drain(..).collect();
             for id in queued {
                 if let Some(m) = c.messages.iter_mut().rev().find(|m| m.id == id) {

@@ -96,10 +96,13 @@ pub fn save(path: &Path, text: &str) -> Result<Vec<Problem>, SaveError> {
     Ok(v.warnings())
 }
 
+/// A file of Parley's state (`$XDG_STATE_HOME/parley/NAME`).
+pub fn state_file(name: &str) -> PathBuf {
+    xdg("XDG_STATE_HOME", ".local/state").join("parley").join(name)
+}
+
 fn recent_file() -> PathBuf {
-    xdg("XDG_STATE_HOME", ".local/state")
-        .join("parley")
-        .join("recent.json")
+    state_file("recent.json")
 }
 
 /// The configuration files opened from the application, most recent first,

@@ -62,7 +62,8 @@ pub fn helper() -> Option<&'static CStr> {
 }
 
 /// Runs the guardian when the program was started as one (`FLAG AGENT
-/// LIFELINE STATUS GRACE_MS`, by [`split`]); otherwise returns at once.
+/// LIFELINE STATUS GRACE_MS TERMINAL`, by [`split`]); otherwise returns at
+/// once.
 /// Call it first thing in `main`.
 pub fn run_if_asked() {
     let mut args = std::env::args().skip(1);
@@ -70,8 +71,8 @@ pub fn run_if_asked() {
         return;
     }
     let numbers: Vec<i64> = args.filter_map(|a| a.parse().ok()).collect();
-    let &[agent, lifeline, status, grace_ms] = numbers.as_slice() else {
-        eprintln!("{FLAG} AGENT LIFELINE STATUS GRACE_MS");
+    let &[agent, lifeline, status, grace_ms, terminal] = numbers.as_slice() else {
+        eprintln!("{FLAG} AGENT LIFELINE STATUS GRACE_MS TERMINAL");
         std::process::exit(2);
     };
     let (Ok(agent), Ok(lifeline), Ok(status)) = (
@@ -86,6 +87,7 @@ pub fn run_if_asked() {
         status,
         grace_ms: u64::try_from(grace_ms).unwrap_or(0),
         helper: None,
+        terminal: terminal == 1,
     };
     // SAFETY: a fresh process whose parent (the forked guardian) made
     // `agent` its child and left it the two descriptors.
@@ -104,6 +106,9 @@ pub struct Plan {
     pub grace_ms: u64,
     /// The program to exec as the guardian ([`helper`]).
     pub helper: Option<&'static CStr>,
+    /// The agent's stdin is a terminal (a sign-in command): it gets a
+    /// session of its own with that terminal as its controlling one.
+    pub terminal: bool,
 }
 
 /// Runs in Parley's forked child before exec. Returns `Ok` in the agent,
@@ -131,8 +136,14 @@ pub unsafe fn split(plan: Plan) -> io::Result<()> {
         if agent == 0 {
             libc::sigprocmask(libc::SIG_UNBLOCK, &chld, std::ptr::null_mut());
             // A group of its own, which the stop sequence signals; the guardian
-            // is outside it and so outlives SIGKILL of the group.
-            if libc::setpgid(0, 0) != 0 {
+            // is outside it and so outlives SIGKILL of the group. On a
+            // terminal, a session of its own (which is also a group) that
+            // the terminal belongs to, so it has job control and a ^C.
+            if plan.terminal {
+                if libc::setsid() < 0 || libc::ioctl(0, libc::TIOCSCTTY, 0) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if libc::setpgid(0, 0) != 0 {
                 return Err(io::Error::last_os_error());
             }
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
@@ -159,23 +170,25 @@ unsafe fn exec_helper(helper: &CStr, agent: libc::pid_t, plan: Plan) {
         for fd in [plan.lifeline, plan.status] {
             libc::fcntl(fd, libc::F_SETFD, 0);
         }
-        let mut numbers = [[0u8; 24]; 4];
+        let mut numbers = [[0u8; 24]; 5];
         let values = [
             i64::from(agent),
             i64::from(plan.lifeline),
             i64::from(plan.status),
             i64::try_from(plan.grace_ms).unwrap_or(i64::MAX),
+            i64::from(plan.terminal),
         ];
         for (buf, value) in numbers.iter_mut().zip(values) {
             write_number(buf, value);
         }
-        let argv: [*const libc::c_char; 7] = [
+        let argv: [*const libc::c_char; 8] = [
             helper.as_ptr(),
             c"--agent-guardian".as_ptr(),
             numbers[0].as_ptr().cast(),
             numbers[1].as_ptr().cast(),
             numbers[2].as_ptr().cast(),
             numbers[3].as_ptr().cast(),
+            numbers[4].as_ptr().cast(),
             std::ptr::null(),
         ];
         libc::execv(helper.as_ptr(), argv.as_ptr());
@@ -204,8 +217,11 @@ fn write_number(buf: &mut [u8; 24], value: i64) {
 unsafe fn guard(agent: libc::pid_t, plan: Plan) -> ! {
     unsafe {
         // Both sides set the group, so Parley can signal it as soon as it knows
-        // the pid (the agent may not have run yet).
-        libc::setpgid(agent, agent);
+        // the pid (the agent may not have run yet). Not on a terminal: there
+        // the agent makes a session, which a group of its own would forbid.
+        if !plan.terminal {
+            libc::setpgid(agent, agent);
+        }
         libc::prctl(libc::PR_SET_NAME, c"parley-guard".as_ptr());
         libc::signal(libc::SIGPIPE, libc::SIG_IGN);
         // Parley's own handlers (tokio's) would write to descriptors closed

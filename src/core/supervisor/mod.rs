@@ -6,11 +6,13 @@
 //! await; long work (spawning, the handshake, the stop sequence) runs outside
 //! it and re-checks the table by generation when it is done.
 
+mod auth;
 pub mod guardian;
 mod handler;
 mod idle;
 pub mod launch;
 pub mod lifecycle;
+mod login;
 mod logs;
 pub mod process;
 mod start;
@@ -19,6 +21,9 @@ mod stop;
 use handler::AgentHandler;
 use idle::idle_check;
 use logs::{read_stderr, with_last_lines};
+
+pub use auth::AuthState;
+pub use login::LoginTerminal;
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -109,6 +114,9 @@ pub struct AgentInfo {
     pub state: AgentState,
     pub error: Option<String>,
     pub outdated: bool,
+    /// The agent asked to be signed in to (see `auth:changed`).
+    #[serde(rename = "needsSignIn")]
+    pub needs_sign_in: bool,
 }
 
 /// Why an agent could not start: the reason, and the agent's last lines on
@@ -155,6 +163,9 @@ struct Running {
     pgid: i32,
     exit: watch::Receiver<Option<ExitStatus>>,
     guardian: process::Guardian,
+    /// What `initialize` said of signing in.
+    auth_methods: Vec<crate::core::auth::AuthMethod>,
+    can_logout: bool,
 }
 
 impl Running {
@@ -187,6 +198,8 @@ struct Entry {
     running: Option<Running>,
     /// Counts starts, so late news from an old process is recognised.
     generation: u64,
+    /// Signing in: the methods, and whether the agent needs it.
+    auth: AuthState,
 }
 
 impl Entry {
@@ -205,6 +218,7 @@ impl Entry {
             logs: Arc::new(Mutex::new(VecDeque::new())),
             running: None,
             generation: 0,
+            auth: AuthState::default(),
         }
     }
 
@@ -224,6 +238,7 @@ impl Entry {
             state: self.state,
             error: self.error.clone(),
             outdated: self.next_def.is_some(),
+            needs_sign_in: self.auth.needs_sign_in.is_some(),
         }
     }
 }
@@ -251,6 +266,8 @@ struct Shared {
     timings: Timings,
     client: RwLock<Option<Arc<dyn AgentClient>>>,
     spawn_prefix: Vec<String>,
+    /// The configuration file's path: what saved keys belong to.
+    scope: RwLock<String>,
 }
 
 #[derive(Clone)]
@@ -312,6 +329,7 @@ impl Supervisor {
             timings,
             client: RwLock::new(None),
             spawn_prefix,
+            scope: RwLock::new(String::new()),
         });
         tokio::spawn(idle_check(Arc::downgrade(&shared)));
         Supervisor { shared }

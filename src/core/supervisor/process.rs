@@ -27,6 +27,10 @@ pub struct SpawnSpec<'a> {
     /// How long the agent's leftovers get between SIGTERM and SIGKILL from
     /// the guardian once the agent has exited.
     pub grace: Duration,
+    /// A terminal's side for stdin, stdout and stderr instead of pipes (a
+    /// sign-in command, see `auth`); the process gets it as its
+    /// controlling terminal.
+    pub terminal: Option<&'a OwnedFd>,
 }
 
 /// Runs on the host, under `flatpak-spawn --host`. What flatpak-spawn
@@ -98,15 +102,23 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
         grace_ms: u64::try_from(spec.grace.as_millis()).unwrap_or(u64::MAX),
         // Found here: nothing may be looked up after the fork.
         helper: guardian::helper(),
+        terminal: spec.terminal.is_some(),
     };
     // The guardian gets a group of its own (so no signal for the agent's
     // group or Parley's reaches it); the agent makes its own in `split`.
-    cmd.current_dir(spec.cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(false);
+    match spec.terminal {
+        Some(tty) => {
+            cmd.stdin(Stdio::from(tty.try_clone()?))
+                .stdout(Stdio::from(tty.try_clone()?))
+                .stderr(Stdio::from(tty.try_clone()?));
+        }
+        None => {
+            cmd.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped());
+        }
+    }
+    cmd.current_dir(spec.cwd).process_group(0).kill_on_drop(false);
     // SAFETY: `split` keeps to async-signal-safe calls (see `guardian`).
     unsafe {
         cmd.pre_exec(move || guardian::split(plan));

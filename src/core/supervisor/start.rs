@@ -134,8 +134,12 @@ impl Supervisor {
             return (Err(StartError::plain(unknown(name))), stop);
         };
         match outcome {
-            Ok(running) if !e.stop_pending => {
+            Ok(mut running) if !e.stop_pending => {
                 e.state = lifecycle::expected(e.state, Trigger::HandshakeSucceeded, AgentState::Ready);
+                let methods = std::mem::take(&mut running.auth_methods);
+                if Self::learn_auth(e, methods, running.can_logout) {
+                    self.emit_auth(e);
+                }
                 e.running = Some(running);
                 e.last_used = Instant::now();
                 self.emit_state(e);
@@ -181,32 +185,19 @@ impl Supervisor {
                 None,
             ));
         }
-        // The bundled agent runs where Parley runs (inside the sandbox too);
-        // the user's own agents on the host when Parley is in a Flatpak.
-        let (program, args, prefix) = if let Some((program, mut lead)) = launch::bundled(&def.command) {
-            lead.extend(def.args.iter().cloned());
-            (program, lead, &[][..])
-        } else if self.shared.spawn_prefix.is_empty() {
-            let login = launch::login_shell_path(Duration::from_secs(3)).await;
-            let dirs = launch::search_dirs(def.env.get("PATH").map(String::as_str), login);
-            let program = process::resolve_program(&def.command, &cwd, &dirs)
-                .ok_or_else(|| (StartError::plain(launch::not_found(&def.command, &dirs)), None))?;
-            (program, def.args.clone(), &[][..])
-        } else {
-            // On the host, the host's shell finds it (with its login PATH).
-            (
-                PathBuf::from(&def.command),
-                def.args.clone(),
-                &self.shared.spawn_prefix[..],
-            )
-        };
+        let (program, args, prefix) = self
+            .launch_target(&def.command, &def.args, &def.env, &cwd)
+            .await
+            .map_err(|e| (e, None))?;
+        let env = self.env_with_saved_keys(def).await;
         let spawned = process::spawn(&process::SpawnSpec {
             program: &program,
             args: &args,
-            env: &def.env,
+            env: &env,
             cwd: &cwd,
             prefix,
             grace: self.shared.timings.stop.term_grace,
+            terminal: None,
         })
         .map_err(|e| {
             (
@@ -273,15 +264,21 @@ impl Supervisor {
             logs: logs.clone(),
         });
         let conn = Connection::start(BufReader::new(stdout), stdin, handler, acp::MAX_LINE_BYTES);
-        let running = Running {
+        let mut running = Running {
             conn: conn.clone(),
             pgid,
             exit: exit_rx.clone(),
             guardian,
+            auth_methods: Vec::new(),
+            can_logout: false,
         };
         let timeout = self.shared.timings.handshake_timeout;
         let reason = match tokio::time::timeout(timeout, calls::initialize(&conn)).await {
-            Ok(Ok(_)) => return Ok(running),
+            Ok(Ok(answer)) => {
+                running.auth_methods = answer.auth_methods;
+                running.can_logout = answer.can_logout;
+                return Ok(running);
+            }
             Ok(Err(e)) => e.to_string(),
             Err(_) => crate::i18n::gettext_f(
                 "the agent did not answer initialize within {seconds} s",
@@ -292,5 +289,54 @@ impl Supervisor {
         let mut exit = exit_rx;
         let _ = tokio::time::timeout(Duration::from_millis(700), exit.wait_for(Option::is_some)).await;
         Err((with_last_lines(&reason, &logs), Some(running)))
+    }
+
+    /// The program, arguments and host prefix that run `command`: the
+    /// bundled agent where Parley runs (inside the sandbox too); the user's
+    /// own commands found on the search path, or on the host when Parley is
+    /// in a Flatpak.
+    pub(super) async fn launch_target(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+        cwd: &std::path::Path,
+    ) -> Result<(PathBuf, Vec<String>, &[String]), StartError> {
+        if let Some((program, mut lead)) = launch::bundled(command) {
+            lead.extend(args.iter().cloned());
+            Ok((program, lead, &[][..]))
+        } else if self.shared.spawn_prefix.is_empty() {
+            let login = launch::login_shell_path(Duration::from_secs(3)).await;
+            let dirs = launch::search_dirs(env.get("PATH").map(String::as_str), login);
+            let program = process::resolve_program(command, cwd, &dirs)
+                .ok_or_else(|| StartError::plain(launch::not_found(command, &dirs)))?;
+            Ok((program, args.to_vec(), &[][..]))
+        } else {
+            // On the host, the host's shell finds it (with its login PATH).
+            Ok((
+                PathBuf::from(command),
+                args.to_vec(),
+                &self.shared.spawn_prefix[..],
+            ))
+        }
+    }
+
+    /// The agent's environment with its saved keys added (they win over the
+    /// configuration's). A keyring that cannot be read is noted in the log
+    /// (without a value) and the agent starts without them.
+    pub(super) async fn env_with_saved_keys(
+        &self,
+        def: &AgentDef,
+    ) -> std::collections::BTreeMap<String, String> {
+        let mut env = def.env.clone();
+        match crate::core::auth::secrets::load(&self.scope(), &def.name).await {
+            Ok(values) => {
+                for (name, value) in values {
+                    env.insert(name, value.expose().to_owned());
+                }
+            }
+            Err(e) => self.log(&def.name, format!("parley: the saved keys were not passed: {e}")),
+        }
+        env
     }
 }

@@ -15,8 +15,9 @@ use gtk::prelude::*;
 use gtk::{gio, glib};
 
 use super::{AgentStatus, Lifecycle, MessageObject, PermissionObject};
+use crate::core::auth::secrets::Secret;
 use crate::core::chat::message::Command;
-use crate::core::events::{AgentStateChanged, PermissionRequest};
+use crate::core::events::{AgentStateChanged, AuthStatus, PermissionRequest};
 use crate::core::services::Core;
 use crate::core::supervisor::AgentInfo;
 use crate::ui::runtime;
@@ -51,6 +52,18 @@ mod imp {
         pub usage_used: Cell<u64>,
         #[property(get)]
         pub usage_size: Cell<u64>,
+        /// The agent asked to be signed in to.
+        #[property(get)]
+        pub needs_sign_in: Cell<bool>,
+        /// A sign-in is under way (its method's id), or "".
+        #[property(get)]
+        pub signing_in: RefCell<String>,
+        #[property(get)]
+        pub can_logout: Cell<bool>,
+        #[property(get)]
+        pub has_saved_keys: Cell<bool>,
+        /// The whole of the last `auth:changed`.
+        pub auth: RefCell<Option<AuthStatus>>,
         pub core: OnceCell<Core>,
         /// Loaded from `Conversation(agent)` when first asked for.
         pub messages: RefCell<Option<gio::ListStore>>,
@@ -80,6 +93,8 @@ mod imp {
                     Signal::builder("failed")
                         .param_types([String::static_type()])
                         .build(),
+                    // The sign-in status changed (see `auth()`).
+                    Signal::builder("auth-changed").build(),
                     Signal::builder("permission-requested")
                         .param_types([PermissionObject::static_type()])
                         .build(),
@@ -120,6 +135,9 @@ impl AgentObject {
         };
         set_string(self, &imp.icon, icon, "icon");
         set_string(self, &imp.description, &info.description, "description");
+        if imp.needs_sign_in.replace(info.needs_sign_in) != info.needs_sign_in {
+            self.notify_needs_sign_in();
+        }
         self.set_status(
             info.state.into(),
             info.error.as_deref().unwrap_or_default(),
@@ -171,15 +189,152 @@ impl AgentObject {
         }
     }
 
-    /// The spec's "Shown as", with "restart to apply changes" when outdated.
+    /// The spec's "Shown as", with "restart to apply changes" when outdated
+    /// and "sign-in needed" when the agent asked for it.
     pub fn shown_as(&self) -> String {
         let status = self.status();
-        let shown = status.shown_as();
+        let mut shown = status.shown_as();
         if self.outdated() && status.is_running() {
-            format!("{shown} · {}", crate::i18n::gettext("restart to apply changes"))
-        } else {
-            shown
+            shown = format!("{shown} · {}", crate::i18n::gettext("restart to apply changes"));
         }
+        if self.needs_sign_in() && status != AgentStatus::Error {
+            shown = format!("{shown} · {}", crate::i18n::gettext("sign-in needed"));
+        }
+        shown
+    }
+
+    // ---- signing in ----
+
+    /// Takes an `auth:changed` event.
+    pub fn apply_auth(&self, status: AuthStatus) {
+        let imp = self.imp();
+        let _guard = self.freeze_notify();
+        if imp.needs_sign_in.replace(status.needs_sign_in) != status.needs_sign_in {
+            self.notify_needs_sign_in();
+        }
+        let signing = status.signing_in.clone().unwrap_or_default();
+        set_string(self, &imp.signing_in, &signing, "signing-in");
+        if imp.can_logout.replace(status.can_logout) != status.can_logout {
+            self.notify_can_logout();
+        }
+        let saved = !status.saved_keys.is_empty();
+        if imp.has_saved_keys.replace(saved) != saved {
+            self.notify_has_saved_keys();
+        }
+        let changed = imp.auth.borrow().as_ref() != Some(&status);
+        imp.auth.replace(Some(status));
+        if changed {
+            self.emit_by_name::<()>("auth-changed", &[]);
+        }
+    }
+
+    pub fn connect_auth_changed<F: Fn(&Self) + 'static>(&self, f: F) -> glib::SignalHandlerId {
+        self.connect_local("auth-changed", false, move |args| {
+            if let Some(o) = args.first().and_then(|a| a.get::<Self>().ok()) {
+                f(&o);
+            }
+            None
+        })
+    }
+
+    /// The last sign-in status (read from the core the first time).
+    pub fn auth(&self) -> Option<AuthStatus> {
+        if self.imp().auth.borrow().is_none() {
+            if let Ok(status) = self.core().auth_status(&self.name()) {
+                self.apply_auth(status);
+            }
+        }
+        self.imp().auth.borrow().clone()
+    }
+
+    /// Signs in with an agent or `env_var` method; `values` are saved in
+    /// the keyring first.
+    pub fn sign_in(
+        &self,
+        method: &str,
+        values: Vec<(String, Secret)>,
+        done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        let core = self.core().clone();
+        let (agent, method) = (self.name(), method.to_owned());
+        runtime::call(
+            async move { core.sign_in(&agent, &method, values).await.map_err(String::from) },
+            done,
+        );
+    }
+
+    /// Starts the agent if it is not running, so that its sign-in methods
+    /// are known (they come as `auth:changed`).
+    pub fn load_auth_methods(&self, done: impl FnOnce(Result<(), String>) + 'static) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(
+            async move { core.auth_methods(&agent).await.map(|_| ()).map_err(String::from) },
+            done,
+        );
+    }
+
+    pub fn cancel_sign_in(&self) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(async move { core.cancel_sign_in(&agent).await }, |_| {});
+    }
+
+    pub fn forget_keys(&self, done: impl FnOnce(Result<(), String>) + 'static) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(
+            async move { core.forget_keys(&agent).await.map_err(String::from) },
+            done,
+        );
+    }
+
+    pub fn logout(&self, done: impl FnOnce(Result<(), String>) + 'static) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(
+            async move { core.logout(&agent).await.map_err(String::from) },
+            done,
+        );
+    }
+
+    /// Starts a terminal method's command; `started` gets it (to show), and
+    /// [`AgentObject::watch_login`] then waits for its end.
+    pub fn login_terminal(
+        &self,
+        method: &str,
+        started: impl FnOnce(Result<crate::core::supervisor::LoginTerminal, String>) + 'static,
+    ) {
+        let core = self.core().clone();
+        let (agent, method) = (self.name(), method.to_owned());
+        runtime::call(
+            async move { core.login_terminal(&agent, &method).await.map_err(String::from) },
+            started,
+        );
+    }
+
+    /// Waits for the sign-in command to end, or ends it when `cancel`
+    /// fires; then tells the core (which restarts the agent on success).
+    pub fn watch_login(
+        &self,
+        mut terminal: crate::core::supervisor::LoginTerminal,
+        cancel: tokio::sync::oneshot::Receiver<()>,
+        done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(
+            async move {
+                let status = tokio::select! {
+                    status = terminal.wait() => status,
+                    _ = cancel => None,
+                };
+                // Whatever it left goes (and all of it when cancelled).
+                tokio::spawn(terminal.end());
+                core.login_finished(&agent, status).await.map_err(String::from)
+            },
+            done,
+        );
     }
 
     pub fn is_running(&self) -> bool {

@@ -216,6 +216,22 @@ impl AppModel {
                         None => store.append(&MessageObject::new(u.message)),
                     }
                 }
+                Event::MessageRemoved(r) => {
+                    last_delta = None;
+                    let Some(a) = self.agent(&r.agent) else { continue };
+                    let Some(store) = a.loaded_messages() else {
+                        continue;
+                    };
+                    if let Some((i, _)) = find_message(&store, &r.message_id) {
+                        store.remove(i);
+                        touched(&a, &mut changed);
+                    }
+                }
+                Event::AuthChanged(status) => {
+                    if let Some(a) = self.agent(&status.agent) {
+                        a.apply_auth(status);
+                    }
+                }
                 Event::MessageDelta(d) => {
                     // A stream is thousands of deltas in a row to one
                     // message: the last one found is tried first.

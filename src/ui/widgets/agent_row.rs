@@ -31,6 +31,8 @@ mod imp {
         #[template_child]
         pub menu_button: TemplateChild<gtk::MenuButton>,
         pub bound: RefCell<Option<(AgentObject, glib::SignalHandlerId)>>,
+        /// What the menu was built for (can log out, has saved keys).
+        pub menu_shape: std::cell::Cell<Option<(bool, bool)>>,
     }
 
     #[glib::object_subclass]
@@ -73,6 +75,7 @@ impl AgentRow {
     pub fn bind(&self, agent: &AgentObject) {
         self.unbind();
         let imp = self.imp();
+        imp.menu_shape.set(None);
         let name = agent.name();
         let target = name.to_variant();
         // The target first: an action name without its target warns.
@@ -80,14 +83,6 @@ impl AgentRow {
         imp.start_button.set_action_name(Some("win.agent-start"));
         imp.stop_button.set_action_target_value(Some(&target));
         imp.stop_button.set_action_name(Some("win.agent-stop"));
-        let menu = gio::Menu::new();
-        let restart = gio::MenuItem::new(Some(&gettext("_Restart")), None);
-        restart.set_action_and_target_value(Some("win.agent-restart"), Some(&target));
-        menu.append_item(&restart);
-        let logs = gio::MenuItem::new(Some(&gettext("Show _Logs")), None);
-        logs.set_action_and_target_value(Some("win.agent-logs"), Some(&target));
-        menu.append_item(&logs);
-        imp.menu_button.set_menu_model(Some(&menu));
         let handler = agent.connect_notify_local(
             None,
             glib::clone!(
@@ -106,8 +101,37 @@ impl AgentRow {
         }
     }
 
+    /// Restart, Show Logs, and the sign-in items the agent offers now.
+    fn build_menu(&self, agent: &AgentObject) {
+        let imp = self.imp();
+        let shape = (agent.can_logout(), agent.has_saved_keys());
+        if imp.menu_shape.replace(Some(shape)) == Some(shape) {
+            return;
+        }
+        let target = agent.name().to_variant();
+        let menu = gio::Menu::new();
+        let item = |label: &str, action: &str| {
+            let item = gio::MenuItem::new(Some(label), None);
+            item.set_action_and_target_value(Some(action), Some(&target));
+            item
+        };
+        menu.append_item(&item(&gettext("_Restart"), "win.agent-restart"));
+        menu.append_item(&item(&gettext("Show _Logs"), "win.agent-logs"));
+        let auth = gio::Menu::new();
+        auth.append_item(&item(&gettext("_Sign In…"), "win.agent-sign-in"));
+        if shape.0 {
+            auth.append_item(&item(&gettext("Sign _Out"), "win.agent-sign-out"));
+        }
+        if shape.1 {
+            auth.append_item(&item(&gettext("_Forget Saved Keys"), "win.agent-forget-keys"));
+        }
+        menu.append_section(None, &auth);
+        imp.menu_button.set_menu_model(Some(&menu));
+    }
+
     fn refresh(&self, agent: &AgentObject) {
         let imp = self.imp();
+        self.build_menu(agent);
         let title = agent.title();
         imp.icon.set_icon_name(Some(&agent.icon()));
         imp.title.set_label(&title);

@@ -9,13 +9,16 @@ pub mod logs;
 pub mod message_parts;
 pub mod message_row;
 pub mod permission_banner;
+pub mod sign_in_page;
 pub mod slash_completion;
+pub mod terminal;
 
 pub use agent_row::AgentRow;
 pub use composer::Composer;
 pub use conversation_view::ConversationView;
 pub use message_row::MessageRow;
 pub use permission_banner::PermissionBanner;
+pub use sign_in_page::SignInPage;
 
 /// Escape and Ctrl+W close `controller`'s window, as GNOME dialogs do.
 pub fn add_close_keys(controller: &gtk::ShortcutController) {

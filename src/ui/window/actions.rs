@@ -37,6 +37,28 @@ impl ParleyWindow {
         self.agent_action("agent-stop", |w, a| lifecycle(w, a, Lifecycle::Stop));
         self.agent_action("agent-restart", |w, a| lifecycle(w, a, Lifecycle::Restart));
         self.agent_action("agent-logs", |w, a| crate::ui::widgets::logs::show(w, &a));
+        self.agent_action("agent-sign-in", |w, a| w.show_sign_in(&a));
+        self.agent_action("agent-sign-out", |w, a| {
+            a.logout(glib::clone!(
+                #[weak]
+                w,
+                move |r: Result<(), String>| {
+                    if let Err(e) = r {
+                        w.toast(&e);
+                    }
+                }
+            ))
+        });
+        self.agent_action("agent-forget-keys", |w, a| {
+            a.forget_keys(glib::clone!(
+                #[weak]
+                w,
+                move |r: Result<(), String>| match r {
+                    Ok(()) => w.toast(&gettext("Saved keys forgotten")),
+                    Err(e) => w.toast(&e),
+                }
+            ))
+        });
         // Widgets report errors here: a toast with the text.
         let toast = gio::SimpleAction::new("toast", Some(glib::VariantTy::STRING));
         toast.connect_activate(glib::clone!(
@@ -86,5 +108,15 @@ impl ParleyWindow {
             item.set_action_and_target_value(Some("app.open-recent"), Some(&path.to_variant()));
             section.append_item(&item);
         }
+    }
+}
+
+impl ParleyWindow {
+    /// Selects the agent and shows its sign-in page (its menu's "Sign In…").
+    pub fn show_sign_in(&self, agent: &AgentObject) {
+        self.select_agent(&agent.name());
+        let page = self.imp().sign_in_page.clone();
+        page.request();
+        page.grab_focus();
     }
 }

@@ -11,7 +11,7 @@ use gtk::{gio, glib};
 
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::{AgentObject, AppModel, Lifecycle};
-use crate::ui::widgets::{AgentRow, Composer, ConversationView, PermissionBanner};
+use crate::ui::widgets::{AgentRow, Composer, ConversationView, PermissionBanner, SignInPage};
 
 mod actions;
 mod sidebar;
@@ -46,7 +46,11 @@ pub mod imp {
         #[template_child]
         pub permission_banner: TemplateChild<PermissionBanner>,
         #[template_child]
+        pub conversation_stack: TemplateChild<gtk::Stack>,
+        #[template_child]
         pub conversation_view: TemplateChild<ConversationView>,
+        #[template_child]
+        pub sign_in_page: TemplateChild<SignInPage>,
         #[template_child]
         pub composer: TemplateChild<Composer>,
         #[template_child]
@@ -77,6 +81,7 @@ pub mod imp {
             PermissionBanner::ensure_type();
             ConversationView::ensure_type();
             Composer::ensure_type();
+            SignInPage::ensure_type();
             klass.bind_template();
         }
 
@@ -93,6 +98,7 @@ pub mod imp {
                 agent.disconnect(id);
             }
             self.conversation_view.set_agent(None::<&AgentObject>);
+            self.sign_in_page.set_agent(None::<&AgentObject>);
             self.permission_banner.set_agent(None::<&AgentObject>);
             self.composer.set_agent(None::<&AgentObject>);
         }
@@ -142,6 +148,11 @@ impl ParleyWindow {
         win.restore_size();
         win.setup_agents_view(&selection);
         win.setup_actions();
+        imp.sign_in_page.connect_active_notify(glib::clone!(
+            #[weak]
+            win,
+            move |_| win.update_sign_in_page()
+        ));
         win.update_sidebar();
         win.refresh_recent();
         model.agents().connect_items_changed(glib::clone!(
@@ -314,6 +325,8 @@ impl ParleyWindow {
         }
         let agent = name.and_then(|n| self.agent(n));
         imp.conversation_view.set_agent(agent.as_ref());
+        imp.sign_in_page.set_agent(agent.as_ref());
+        self.update_sign_in_page();
         imp.permission_banner.set_agent(agent.as_ref());
         imp.composer.set_agent(agent.as_ref());
         let Some(agent) = agent else {
@@ -346,6 +359,21 @@ impl ParleyWindow {
         if !imp.keyboard_selection.replace(false) {
             imp.composer.grab_focus();
         }
+    }
+
+    /// The sign-in page takes the conversation's place while it is active.
+    pub(super) fn update_sign_in_page(&self) {
+        let imp = self.imp();
+        let page = if imp.sign_in_page.active() {
+            "sign-in"
+        } else {
+            "conversation"
+        };
+        imp.conversation_stack.set_visible_child_name(page);
+    }
+
+    pub fn sign_in_page(&self) -> SignInPage {
+        self.imp().sign_in_page.clone()
     }
 
     /// Title, state and context meter of the selected agent.

@@ -1,0 +1,99 @@
+//! Signing in to agents (ACP authentication).
+//!
+//! - [`methods`]: the methods an agent offers, read from `initialize`.
+//! - [`secrets`]: saved keys in the keyring, passed in the agent's
+//!   environment at every start.
+//! - [`flow`]: the sign-in calls on `Core` (`AuthService`): agent methods
+//!   with `authenticate`, keys, terminal commands, cancel, sign out.
+//!
+//! The supervisor keeps each agent's sign-in state and reports it as
+//! `auth:changed`; the conversations keep the messages that wait for a
+//! sign-in and send them again once it succeeds.
+
+pub mod flow;
+pub mod methods;
+pub mod secrets;
+
+use serde::Serialize;
+
+pub use methods::{AuthKind, AuthMethod, KeyVar};
+
+/// `AuthService.Status` and the `auth:changed` event: one agent's sign-in.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthStatus {
+    pub agent: String,
+    /// The agent answered "authentication required" and no sign-in has
+    /// succeeded since.
+    pub needs_sign_in: bool,
+    /// The agent's words (or why the last sign-in failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// From the agent's last `initialize` (empty before its first start).
+    pub methods: Vec<AuthMethod>,
+    /// The agent offers `logout`.
+    pub can_logout: bool,
+    /// The id of the method being signed in with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_in: Option<String>,
+    /// The names (never the values) of the keys saved for the agent.
+    pub saved_keys: Vec<String>,
+}
+
+/// Why an `AuthService` call failed; the text is what `parley-cli` answers
+/// and the window shows.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.text())]
+pub enum AuthError {
+    UnknownAgent(String),
+    UnknownMethod(String),
+    /// A terminal method was given where it cannot run.
+    NeedsTerminal(String),
+    /// These keys must be entered first.
+    KeysMissing(Vec<String>),
+    /// A value was given for a name the method does not ask for, or empty.
+    BadKey(String),
+    Keyring(String),
+    /// The agent could not be started.
+    Start(String),
+    /// The agent refused, or the command failed.
+    Failed(String),
+    Cancelled,
+    NoLogout,
+    /// A sign-in for this agent is already under way.
+    Busy,
+}
+
+impl AuthError {
+    // In a function body, not the attribute: xgettext finds them here.
+    fn text(&self) -> String {
+        use crate::i18n::{gettext, gettext_f};
+        match self {
+            AuthError::UnknownAgent(name) => gettext_f("unknown agent: {name}", &[("name", name)]),
+            AuthError::UnknownMethod(id) => {
+                gettext_f("the agent offers no sign-in method {id}", &[("id", id)])
+            }
+            AuthError::NeedsTerminal(id) => gettext_f(
+                "the sign-in method {id} runs a command in a terminal: use the window, or run it yourself",
+                &[("id", id)],
+            ),
+            AuthError::KeysMissing(names) => {
+                gettext_f("enter {names} first", &[("names", &names.join(", "))])
+            }
+            AuthError::BadKey(name) => gettext_f(
+                "{name} is not a value this sign-in method asks for, or it is empty",
+                &[("name", name)],
+            ),
+            AuthError::Keyring(e) | AuthError::Start(e) | AuthError::Failed(e) => e.clone(),
+            AuthError::Cancelled => gettext("the sign-in was cancelled"),
+            AuthError::NoLogout => gettext("the agent does not offer signing out"),
+            AuthError::Busy => gettext("a sign-in to this agent is already under way"),
+        }
+    }
+}
+
+impl From<AuthError> for String {
+    fn from(e: AuthError) -> Self {
+        e.to_string()
+    }
+}

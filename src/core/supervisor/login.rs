@@ -1,0 +1,199 @@
+//! A terminal method's sign-in command (ACP `type: "terminal"`, and the
+//! legacy `_meta["terminal-auth"]`), run on a pseudo-terminal beneath a
+//! guardian like every agent, so it obeys the same no-orphan rules: when
+//! it is ended, or dropped, or Parley goes, nothing it started stays.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+
+use super::*;
+use crate::core::auth::{AuthKind, AuthMethod};
+
+/// The sign-in command running on a terminal. The front end reads and
+/// writes the terminal's other side ([`LoginTerminal::take_terminal`]); the
+/// window hands it to VTE.
+pub struct LoginTerminal {
+    terminal: Option<OwnedFd>,
+    pgid: i32,
+    exit: watch::Receiver<Option<ExitStatus>>,
+    /// Set when the guardian has exited (everything beneath it is gone).
+    gone: watch::Receiver<Option<Option<ExitStatus>>>,
+    guardian: Option<process::Guardian>,
+    timings: StopTimings,
+    /// The command line, for the front end to show.
+    pub command_line: String,
+    /// Runs once when this is dropped (after `end` too).
+    on_drop: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl Drop for LoginTerminal {
+    fn drop(&mut self) {
+        if let Some(f) = self.on_drop.take() {
+            f();
+        }
+    }
+}
+
+impl LoginTerminal {
+    /// The terminal's controlling side (the pty master), once.
+    pub fn take_terminal(&mut self) -> Option<OwnedFd> {
+        self.terminal.take()
+    }
+
+    /// `f` runs once when this is dropped.
+    pub fn on_drop(&mut self, f: impl FnOnce() + Send + 'static) {
+        self.on_drop = Some(Box::new(f));
+    }
+
+    /// The command's process group.
+    pub fn process_group(&self) -> i32 {
+        self.pgid
+    }
+
+    /// Waits for the command to exit; `None` if it could not be told.
+    pub async fn wait(&mut self) -> Option<ExitStatus> {
+        let mut exit = self.exit.clone();
+        let mut gone = self.gone.clone();
+        tokio::select! {
+            s = exit.wait_for(Option::is_some) => s.ok().and_then(|s| *s),
+            // The guardian ended without telling (it was killed).
+            _ = gone.wait_for(Option::is_some) => *self.exit.borrow(),
+        }
+    }
+
+    /// Ends the command and whatever it started with the stop sequence
+    /// (SIGHUP first, as a closed terminal would, then the agents' signals).
+    pub async fn end(mut self) {
+        process::signal_group(self.pgid, nix::sys::signal::Signal::SIGHUP);
+        process::stop_group(self.pgid, self.exit.clone(), self.timings).await;
+        if let Some(g) = self.guardian.take() {
+            g.release(self.timings.term_grace + GUARDIAN_SLACK).await;
+        }
+    }
+}
+
+fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    use std::os::fd::AsRawFd;
+    let last = std::io::Error::last_os_error;
+    // Close-on-exec from the start: another thread's spawn must not
+    // inherit either side (and the slave is not anyone's terminal yet).
+    // SAFETY: plain system calls; every descriptor returned is owned at once.
+    unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if master < 0 {
+            return Err(last());
+        }
+        let master = OwnedFd::from_raw_fd(master);
+        if libc::grantpt(master.as_raw_fd()) != 0 || libc::unlockpt(master.as_raw_fd()) != 0 {
+            return Err(last());
+        }
+        let mut name = [0 as libc::c_char; 128];
+        if libc::ptsname_r(master.as_raw_fd(), name.as_mut_ptr(), name.len()) != 0 {
+            return Err(last());
+        }
+        let slave = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if slave < 0 {
+            return Err(last());
+        }
+        let slave = OwnedFd::from_raw_fd(slave);
+        let size = libc::winsize {
+            ws_row: 24,
+            ws_col: 80,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &size);
+        Ok((master, slave))
+    }
+}
+
+impl Supervisor {
+    /// Starts `method`'s sign-in command for the agent on a new terminal:
+    /// the agent's command with the method's arguments and environment
+    /// added (the legacy form names a command of its own), in the agent's
+    /// directory, with its saved keys.
+    pub async fn login_terminal(&self, name: &str, method: &AuthMethod) -> Result<LoginTerminal, StartError> {
+        let def = self
+            .definition(name)
+            .ok_or_else(|| StartError::plain(unknown(name)))?;
+        let AuthKind::Terminal { command, args, env } = &method.kind else {
+            return Err(StartError::plain(crate::i18n::gettext(
+                "this sign-in method does not run in a terminal",
+            )));
+        };
+        let cwd = def.working_dir();
+        if !cwd.is_dir() {
+            return Err(StartError::plain(crate::i18n::gettext_f(
+                "the working directory {cwd} does not exist",
+                &[("cwd", &cwd.display().to_string())],
+            )));
+        }
+        let (command, all_args) = match command {
+            Some(c) => (c.clone(), args.clone()),
+            None => (
+                def.command.clone(),
+                def.args.iter().chain(args).cloned().collect(),
+            ),
+        };
+        let mut full_env = self.env_with_saved_keys(&def).await;
+        full_env.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+        full_env.insert("TERM".into(), "xterm-256color".into());
+        full_env.insert("COLORTERM".into(), "truecolor".into());
+        let (program, program_args, prefix) =
+            self.launch_target(&command, &all_args, &full_env, &cwd).await?;
+        let (master, slave) = open_pty().map_err(|e| {
+            StartError::plain(crate::i18n::gettext_f(
+                "could not open a terminal: {error}",
+                &[("error", &e.to_string())],
+            ))
+        })?;
+        let spawned = process::spawn(&process::SpawnSpec {
+            program: &program,
+            args: &program_args,
+            env: &full_env,
+            cwd: &cwd,
+            prefix,
+            grace: self.shared.timings.stop.term_grace,
+            terminal: Some(&slave),
+        })
+        .map_err(|e| {
+            StartError::plain(crate::i18n::gettext_f(
+                "could not start {command}: {error}",
+                &[("command", &command), ("error", &e.to_string())],
+            ))
+        })?;
+        // Only the command holds the terminal's own side now.
+        drop(slave);
+        let process::Spawned {
+            mut child,
+            pgid,
+            lifeline,
+            status,
+        } = spawned;
+        let (gone_tx, gone_rx) = watch::channel(None);
+        tokio::spawn(async move {
+            let status = child.wait().await.ok();
+            gone_tx.send_replace(Some(status));
+        });
+        let (exit_tx, exit_rx) = watch::channel(None);
+        tokio::spawn(async move {
+            if let Some(s) = process::agent_exit(status).await {
+                exit_tx.send_replace(Some(s));
+            }
+        });
+        let command_line = std::iter::once(command.as_str())
+            .chain(all_args.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        self.log(name, format!("parley: sign-in command started: {command_line}"));
+        Ok(LoginTerminal {
+            terminal: Some(master),
+            pgid,
+            exit: exit_rx,
+            gone: gone_rx.clone(),
+            guardian: Some(process::Guardian::new(lifeline, gone_rx)),
+            timings: self.shared.timings.stop,
+            command_line,
+            on_drop: None,
+        })
+    }
+}

@@ -1,0 +1,98 @@
+//! The demo agent's sign-in modes: `auth-agent` (methods for
+//! `authenticate`, and `logout`), `auth-env` (an `env_var` method wanting
+//! `DEMO_API_KEY`) and `auth-terminal` (a terminal method running this
+//! program with `--login`, and the legacy `_meta["terminal-auth"]` form).
+
+use std::io::{BufRead, Write};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::Agent;
+
+/// What a terminal sign-in leaves in the agent's directory.
+pub const SIGNED_IN_FILE: &str = ".parley-demo-signed-in";
+
+pub fn methods(agent: &Agent) -> Value {
+    let mut list = Vec::new();
+    if agent.mode("auth-agent").is_some() {
+        list.extend([
+            json!({"id": "demo-login", "name": "Demo sign-in", "description": "Signs in at once"}),
+            json!({"id": "demo-refuse", "name": "Refused sign-in", "description": "Always fails"}),
+            json!({"id": "demo-slow", "name": "Slow sign-in", "description": "Takes 30 seconds"}),
+        ]);
+    }
+    if agent.mode("auth-env").is_some() {
+        list.push(
+            json!({"id": "demo-key", "name": "Demo API key", "type": "env_var",
+            "description": "A key for the demo agent",
+            "vars": [{"name": "DEMO_API_KEY", "label": "Demo key"}]}),
+        );
+    }
+    if agent.mode("auth-terminal").is_some() {
+        list.extend([
+            json!({"id": "demo-terminal", "name": "Sign in in a terminal", "type": "terminal",
+                "description": "Runs the demo agent's own sign-in",
+                "args": ["--login"], "env": {"DEMO_LOGIN": "1"}}),
+            json!({"id": "demo-legacy", "name": "Legacy terminal sign-in",
+                "_meta": {"terminal-auth": {"command": "parley-demo-agent", "args": ["--login"], "label": "Demo login"}}}),
+        ]);
+    }
+    Value::Array(list)
+}
+
+/// Why `session/new` is refused, in the sign-in modes.
+pub fn session_refused(agent: &Agent, cwd: &Path) -> Option<String> {
+    if agent.mode("auth-env").is_some() && std::env::var("DEMO_API_KEY").map_or(true, |k| k.is_empty()) {
+        return Some("Authentication required: DEMO_API_KEY is not set".into());
+    }
+    if agent.mode("auth-terminal").is_some() && !cwd.join(SIGNED_IN_FILE).exists() {
+        return Some("Authentication required: sign in in a terminal first".into());
+    }
+    None
+}
+
+pub async fn authenticate(agent: &Agent, id: &Value, params: Value) {
+    let method = params.get("methodId").and_then(Value::as_str).unwrap_or_default();
+    eprintln!("demo: authenticate with {method}");
+    match method {
+        "demo-login" => {
+            agent.signed_in.store(true, Ordering::Relaxed);
+            agent.respond(id, json!({}));
+        }
+        "demo-slow" => {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            agent.signed_in.store(true, Ordering::Relaxed);
+            agent.respond(id, json!({}));
+        }
+        "demo-key" if std::env::var("DEMO_API_KEY").is_ok_and(|k| !k.is_empty()) => {
+            agent.respond(id, json!({}))
+        }
+        "demo-key" => agent.respond_error(id, -32000, "DEMO_API_KEY is not set"),
+        "demo-refuse" => agent.respond_error(id, -32000, "Wrong password (demo-refuse always fails)"),
+        other => agent.respond_error(id, -32602, &format!("unknown auth method: {other}")),
+    }
+}
+
+/// `--login`: asks on the terminal, answers with the exit status.
+pub fn terminal_login() -> i32 {
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "Demo sign-in for Parley");
+    let _ = write!(out, "Type yes to sign in: ");
+    let _ = out.flush();
+    let mut line = String::new();
+    let _ = std::io::stdin().lock().read_line(&mut line);
+    if line.trim() == "yes" {
+        if let Err(e) = std::fs::write(SIGNED_IN_FILE, b"signed in\n") {
+            let _ = writeln!(out, "Could not sign in: {e}");
+            return 1;
+        }
+        let _ = writeln!(out, "Signed in.");
+        0
+    } else {
+        let _ = writeln!(out, "Not signed in.");
+        1
+    }
+}

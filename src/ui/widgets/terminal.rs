@@ -1,0 +1,124 @@
+//! A VTE terminal widget through VTE's C API (`vte4-sys`): the safe `vte4`
+//! crate binds `gtk::Accessible`, which gtk4-rs only has with GTK 4.10, and
+//! Debian 12 has GTK 4.8. Only what the sign-in page needs is here: a
+//! terminal on a pty whose controlling side Parley opened (the command runs
+//! beneath a guardian, see `core::supervisor::login`), its text, and typing
+//! into it. Its colours follow the light or dark style.
+
+use std::os::fd::{IntoRawFd, OwnedFd};
+
+use gtk::glib;
+use gtk::glib::translate::{from_glib_full, from_glib_none, ToGlibPtr};
+use gtk::prelude::*;
+
+#[derive(Clone)]
+pub struct Terminal {
+    widget: gtk::Widget,
+}
+
+fn rgba(hex: &str) -> gtk::gdk::RGBA {
+    gtk::gdk::RGBA::parse(hex).unwrap_or(gtk::gdk::RGBA::BLACK)
+}
+
+impl Terminal {
+    pub fn new() -> Self {
+        // SAFETY: vte_terminal_new returns a new (floating) widget; from_glib_none
+        // sinks it, as gtk4-rs does for its own constructors.
+        let widget: gtk::Widget =
+            unsafe { from_glib_none(vte_sys::vte_terminal_new() as *mut gtk::ffi::GtkWidget) };
+        let t = Terminal { widget };
+        t.follow_style();
+        t
+    }
+
+    pub fn widget(&self) -> &gtk::Widget {
+        &self.widget
+    }
+
+    fn raw(&self) -> *mut vte_sys::VteTerminal {
+        let w: *mut gtk::ffi::GtkWidget = self.widget.to_glib_none().0;
+        w as *mut vte_sys::VteTerminal
+    }
+
+    fn follow_style(&self) {
+        let style = adw::StyleManager::default();
+        let apply = glib::clone!(
+            #[weak(rename_to = widget)]
+            self.widget,
+            move |style: &adw::StyleManager| {
+                let (fg, bg) = if style.is_dark() {
+                    ("#ffffff", "#1e1e1e")
+                } else {
+                    ("#241f31", "#fafafa")
+                };
+                let t = Terminal { widget };
+                // SAFETY: the colours live across the call; no palette is given.
+                unsafe {
+                    vte_sys::vte_terminal_set_colors(
+                        t.raw(),
+                        rgba(fg).to_glib_none().0,
+                        rgba(bg).to_glib_none().0,
+                        std::ptr::null(),
+                        0,
+                    );
+                }
+            }
+        );
+        apply(&style);
+        let handler = std::cell::Cell::new(Some(style.connect_dark_notify(apply)));
+        // The style manager outlives every terminal: let go of it.
+        self.widget.connect_destroy(move |_| {
+            if let Some(id) = handler.take() {
+                adw::StyleManager::default().disconnect(id);
+            }
+        });
+    }
+
+    /// Shows the command on the other side of `master` (the pty's
+    /// controlling side, which the terminal then owns).
+    pub fn attach(&self, master: OwnedFd) -> Result<(), String> {
+        let mut error: *mut glib::ffi::GError = std::ptr::null_mut();
+        // SAFETY: the descriptor is handed over (VTE closes it); the error
+        // out-pointer is valid; the returned pty is released after set_pty
+        // took its own reference.
+        unsafe {
+            let pty =
+                vte_sys::vte_pty_new_foreign_sync(master.into_raw_fd(), std::ptr::null_mut(), &mut error);
+            if pty.is_null() {
+                let e: glib::Error = from_glib_full(error);
+                return Err(e.to_string());
+            }
+            vte_sys::vte_terminal_set_pty(self.raw(), pty);
+            glib::gobject_ffi::g_object_unref(pty as *mut glib::gobject_ffi::GObject);
+        }
+        Ok(())
+    }
+
+    /// The text on screen (and in the scrollback).
+    pub fn text(&self) -> String {
+        // SAFETY: no selection function; the returned string is ours to free.
+        unsafe {
+            let text =
+                vte_sys::vte_terminal_get_text(self.raw(), None, std::ptr::null_mut(), std::ptr::null_mut());
+            if text.is_null() {
+                return String::new();
+            }
+            let s: glib::GString = from_glib_full(text);
+            s.to_string()
+        }
+    }
+
+    /// Types `text` into the command, as the keyboard would.
+    pub fn feed_child(&self, text: &str) {
+        // SAFETY: the bytes live across the call; the length is theirs.
+        unsafe {
+            vte_sys::vte_terminal_feed_child(self.raw(), text.as_ptr(), text.len() as isize);
+        }
+    }
+}
+
+impl Default for Terminal {
+    fn default() -> Self {
+        Self::new()
+    }
+}
