@@ -186,10 +186,16 @@ fn sign_in_with_an_agent_method(app: &adw::Application) -> Result<(), String> {
     adw::StyleManager::default().set_color_scheme(adw::ColorScheme::Default);
     // At phone width the page still fits: nothing wider than the window.
     f.win.set_default_size(360, 720);
-    spin_until("the narrow layout", Duration::from_secs(5), || f.win.width() <= 400)?;
+    spin_until("the narrow layout", Duration::from_secs(5), || {
+        f.win.width() <= 400
+    })?;
     spin(Duration::from_millis(300));
     if page.width() > f.win.width() {
-        return Err(format!("the page is {} px wide in a {} px window", page.width(), f.win.width()));
+        return Err(format!(
+            "the page is {} px wide in a {} px window",
+            page.width(),
+            f.win.width()
+        ));
     }
     save_png(&f.win, "sign-in-page-narrow")?;
     f.win.set_default_size(1100, 720);

@@ -413,7 +413,7 @@ impl SignInPage {
                 .entries
                 .borrow_mut()
                 .insert(key.name.clone(), entry.clone());
-            entries.push((key.name.clone(), key.optional, entry));
+            entries.push((key.name.clone(), entry));
         }
         let saved = gtk::Label::new(Some(&gettext(
             "Saved in your keyring, passed to the agent when it starts",
@@ -440,8 +440,10 @@ impl SignInPage {
             move |_| {
                 let values: Vec<(String, Secret)> = entries
                     .iter()
-                    .filter(|(_, optional, e)| !(*optional && e.text().is_empty()))
-                    .map(|(name, _, e)| (name.clone(), Secret::new(e.text().to_string())))
+                    // An empty entry keeps what is saved (the core says
+                    // which keys are still missing).
+                    .filter(|(_, e)| !e.text().is_empty())
+                    .map(|(name, e)| (name.clone(), Secret::new(e.text().to_string())))
                     .collect();
                 page.sign_in(&agent, &key_id, values);
             }
