@@ -533,11 +533,18 @@ impl SignInPage {
                 #[weak(rename_to = page)]
                 self,
                 move |r: Result<(), String>| match r {
-                    Ok(()) => toast(&page, &gettext_f("Signed in to {agent}", &[("agent", &title)])),
+                    Ok(()) => page.signed_in(&title),
                     Err(e) => toast(&page, &e),
                 }
             ),
         );
+    }
+
+    /// A sign-in succeeded: the page gives way (also when it was asked for).
+    fn signed_in(&self, title: &str) {
+        self.imp().requested.set(false);
+        self.refresh();
+        toast(self, &gettext_f("Signed in to {agent}", &[("agent", title)]));
     }
 
     fn forget_keys(&self, agent: &AgentObject) {
@@ -608,9 +615,7 @@ impl SignInPage {
                                 }
                                 page.refresh();
                                 match r {
-                                    Ok(()) => {
-                                        toast(&page, &gettext_f("Signed in to {agent}", &[("agent", &title)]))
-                                    }
+                                    Ok(()) => page.signed_in(&title),
                                     Err(e) if e == crate::core::auth::AuthError::Cancelled.to_string() => {}
                                     Err(e) => toast(&page, &e),
                                 }
