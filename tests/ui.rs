@@ -1099,6 +1099,196 @@ fn every_control_has_an_accessible_name(_app: &adw::Application) -> Result<(), S
     Ok(())
 }
 
+/// WCAG's relative luminance of an sRGB colour.
+fn luminance(rgb: [u8; 3]) -> f64 {
+    let lin = |c: u8| {
+        let c = f64::from(c) / 255.0;
+        if c <= 0.04045 {
+            c / 12.92
+        } else {
+            ((c + 0.055) / 1.055).powf(2.4)
+        }
+    };
+    0.2126 * lin(rgb[0]) + 0.7152 * lin(rgb[1]) + 0.0722 * lin(rgb[2])
+}
+
+fn contrast(a: [u8; 3], b: [u8; 3]) -> f64 {
+    let (la, lb) = (luminance(a), luminance(b));
+    (la.max(lb) + 0.05) / (la.min(lb) + 0.05)
+}
+
+/// Every custom colour of style.css, drawn by GTK in light and dark style,
+/// against what it is drawn on: text at least 4.5:1 (WCAG AA), the
+/// attention mark (a graphic) at least 3:1. The pixels are read from the
+/// rendered window: a full block "█" gives the text's colour, a spot
+/// beside it the background's.
+fn custom_colours_have_enough_contrast(app: &adw::Application) -> Result<(), String> {
+    let win = adw::ApplicationWindow::new(app);
+    win.set_default_size(400, 600);
+    let column = gtk::Box::new(gtk::Orientation::Vertical, 12);
+    column.set_margin_start(12);
+    let mut samples: Vec<(&str, gtk::Label, f64)> = Vec::new();
+    let mut sample = |name: &'static str, classes: &[&[&str]], need: f64| {
+        // classes[0] on the outer box, classes[1] on an inner box, the
+        // last on the label.
+        let label = gtk::Label::new(None);
+        label.set_markup("<span size=\"xx-large\">██████</span>");
+        const NONE: &[&str] = &[];
+        let (label_classes, boxes) = classes.split_last().unwrap_or((&NONE, &[]));
+        for c in *label_classes {
+            label.add_css_class(c);
+        }
+        let mut child: gtk::Widget = label.clone().upcast();
+        for classes in boxes.iter().rev() {
+            let b = gtk::Box::new(gtk::Orientation::Horizontal, 0);
+            b.set_margin_top(4);
+            for c in *classes {
+                b.add_css_class(c);
+            }
+            // Room for the background beside the text.
+            child.set_margin_start(12);
+            b.append(&child);
+            child = b.upcast();
+        }
+        child.set_halign(gtk::Align::Start);
+        column.append(&child);
+        samples.push((name, label, need));
+    };
+    sample("permission banner text", &[&["permission-banner"], &[]], 4.5);
+    sample(
+        "failed tool status",
+        &[&["tool-card"], &["status", "failed"]],
+        4.5,
+    );
+    sample(
+        "completed tool status",
+        &[&["tool-card"], &["status", "completed"]],
+        4.5,
+    );
+    sample("agent state", &[&["agent-state"]], 4.5);
+    sample("agent error state", &[&["agent-state", "error"]], 4.5);
+    sample("message role", &[&["message"], &["role"]], 4.5);
+    sample("system message", &[&["message", "system"], &[]], 4.5);
+    sample("user bubble", &[&["message", "user"], &["bubble"], &[]], 4.5);
+    sample("queued message", &[&["queued"]], 4.5);
+    sample("attention mark", &[&["attention"]], 3.0);
+    win.set_content(Some(&column));
+    win.present();
+    spin_until("the window to map", Duration::from_secs(10), || win.is_mapped())?;
+    let mut report = Vec::new();
+    let mut failures = Vec::new();
+    for (scheme, style) in [
+        (adw::ColorScheme::ForceLight, "light"),
+        (adw::ColorScheme::ForceDark, "dark"),
+    ] {
+        adw::StyleManager::default().set_color_scheme(scheme);
+        spin(Duration::from_millis(300));
+        let path = save_png(&win, &format!("contrast-{style}"))?;
+        let texture = gtk::gdk::Texture::from_filename(&path).map_err(|e| e.to_string())?;
+        let (w, h) = (texture.width() as usize, texture.height() as usize);
+        let mut pixels = vec![0u8; w * h * 4];
+        texture.download(&mut pixels, w * 4);
+        // GDK_MEMORY_DEFAULT: B, G, R, A (premultiplied; the window is opaque).
+        let at = |x: f32, y: f32| -> [u8; 3] {
+            let (x, y) = ((x.max(0.0) as usize).min(w - 1), (y.max(0.0) as usize).min(h - 1));
+            let i = (y * w + x) * 4;
+            [pixels[i + 2], pixels[i + 1], pixels[i]]
+        };
+        for (name, label, need) in &samples {
+            let b = label.compute_bounds(&win).ok_or("no bounds")?;
+            let fg = at(b.x() + b.width() / 2.0, b.y() + b.height() / 2.0);
+            let bg = at(b.x() - 6.0, b.y() + b.height() / 2.0);
+            let ratio = contrast(fg, bg);
+            report.push(format!("{style} {name}: {ratio:.1}"));
+            if ratio < *need {
+                failures.push(format!(
+                    "{style} {name}: {ratio:.2} < {need} (fg {fg:?} on {bg:?})"
+                ));
+            }
+        }
+    }
+    adw::StyleManager::default().set_color_scheme(adw::ColorScheme::Default);
+    win.close();
+    println!("    {}", report.join(", "));
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
+}
+
+/// Runs `tests/a11y-keyboard.py MODE` against a real `parley` (on the demo
+/// agent; `width` set through GSettings' keyfile backend), as a person with
+/// a screen reader and only a keyboard: see the script for each mode.
+fn keyboard_only(mode: &str, width: Option<i32>) -> Result<(), String> {
+    let home = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let h = home.path();
+    let config = h.join("config.json");
+    std::fs::write(&config, demo_config(true)).map_err(|e| e.to_string())?;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
+    cmd.arg(&config)
+        .env("XDG_STATE_HOME", h.join("state"))
+        .env("XDG_DATA_HOME", h.join("data"))
+        .env_remove("NO_AT_BRIDGE")
+        .env_remove("GTK_A11Y")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    match width {
+        Some(w) => {
+            let dir = h.join("config/glib-2.0/settings");
+            std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+            std::fs::write(
+                dir.join("keyfile"),
+                format!("[io/github/parley/Parley]\nwindow-width={w}\nwindow-height=720\n"),
+            )
+            .map_err(|e| e.to_string())?;
+            cmd.env("GSETTINGS_BACKEND", "keyfile")
+                .env("XDG_CONFIG_HOME", h.join("config"));
+        }
+        None => {
+            cmd.env("GSETTINGS_BACKEND", "memory");
+        }
+    }
+    let mut parley = cmd.spawn().map_err(|e| e.to_string())?;
+    std::thread::sleep(Duration::from_millis(2500));
+    let out = std::process::Command::new("/usr/bin/python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/a11y-keyboard.py"))
+        .arg(mode)
+        .output();
+    let _ = parley.kill();
+    let _ = parley.wait();
+    let out = out.map_err(|e| format!("/usr/bin/python3: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    for line in text.lines() {
+        println!("    {}", line.chars().take(300).collect::<String>());
+    }
+    if text.starts_with("SKIP") || text.lines().last() == Some("ok") {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            text.lines().last().unwrap_or("no output"),
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .map(|l| format!(" ({l})"))
+                .unwrap_or_default()
+        ))
+    }
+}
+
+fn keyboard_only_flow(_app: &adw::Application) -> Result<(), String> {
+    keyboard_only("flow", None)
+}
+
+fn keyboard_only_other_windows(_app: &adw::Application) -> Result<(), String> {
+    keyboard_only("windows", None)
+}
+
+fn permission_fits_at_360_px_through_atspi(_app: &adw::Application) -> Result<(), String> {
+    keyboard_only("narrow", Some(360))
+}
+
 /// A screen-reader user hears, through AT-SPI, a permission request the
 /// moment it comes (with the keys that answer it) and the answer when the
 /// turn ends, without leaving the composer: a real `parley` runs its
@@ -1314,6 +1504,10 @@ fn main() {
             settings_editor_shows_problems,
         ),
         ("ui::dark_style", dark_style),
+        (
+            "ui::custom_colours_have_enough_contrast",
+            custom_colours_have_enough_contrast,
+        ),
         ("ui::slash_command_completion", slash_command_completion),
         ("ui::german_from_the_configuration", german_from_the_configuration),
         (
@@ -1327,6 +1521,12 @@ fn main() {
         (
             "ui::every_control_has_an_accessible_name",
             every_control_has_an_accessible_name,
+        ),
+        ("ui::keyboard_only_flow", keyboard_only_flow),
+        ("ui::keyboard_only_other_windows", keyboard_only_other_windows),
+        (
+            "ui::permission_fits_at_360_px_through_atspi",
+            permission_fits_at_360_px_through_atspi,
         ),
     ];
     let selected: Vec<&(&str, Test)> = tests

@@ -113,3 +113,56 @@ fn set_property(widget: &impl IsA<gtk::Widget>, property: std::ffi::c_int, label
         gtk_accessible_update_property_value(widget.as_ref().as_ptr().cast(), 1, &mut property, ptr);
     }
 }
+
+/// Calls `f` on `root` and every widget beneath it (to name the parts of
+/// GTK's and libadwaita's own widgets that have none, and to take empty
+/// scroll panes out of the Tab order).
+pub fn for_each_descendant(root: &gtk::Widget, f: &mut dyn FnMut(&gtk::Widget)) {
+    f(root);
+    let mut child = root.first_child();
+    while let Some(c) = child {
+        for_each_descendant(&c, f);
+        child = c.next_sibling();
+    }
+}
+
+/// An `AdwStatusPage` scrolls its content in a scrolled window of its own,
+/// which GTK 4.8 puts in the Tab order as an unnamed "scroll pane". It
+/// stays a Tab stop (taking it out leaves GTK 4.8's list view, when it is
+/// the last stop, unable to pass Tab on), named as the page is titled.
+pub fn name_status_page(page: &adw::StatusPage) {
+    let title = page.title();
+    for_each_descendant(page.upcast_ref(), &mut |w| {
+        if w.is::<gtk::ScrolledWindow>() {
+            set_label(w, &title);
+        }
+    });
+}
+
+/// Names the controls of GTK's Keyboard Shortcuts window that have none
+/// (its search button is "GtkImage" otherwise).
+pub fn name_shortcuts_window(window: &impl IsA<gtk::Widget>) {
+    for_each_descendant(window.as_ref(), &mut |w| {
+        let is_button = w.is::<gtk::ToggleButton>() || w.is::<gtk::Button>();
+        let finds = w
+            .first_child()
+            .and_downcast::<gtk::Image>()
+            .and_then(|i| i.icon_name())
+            .is_some_and(|n| n.contains("find"));
+        if is_button && finds {
+            set_label(w, &crate::i18n::gettext("Search Shortcuts"));
+        }
+    });
+}
+
+/// Names the About window's version button ("Version 1.2.3").
+pub fn name_about_window(window: &impl IsA<gtk::Widget>, version: &str) {
+    for_each_descendant(window.as_ref(), &mut |w| {
+        if w.is::<gtk::Button>() && w.has_css_class("app-version") {
+            set_label(
+                w,
+                &crate::i18n::gettext_f("Version {version}", &[("version", version)]),
+            );
+        }
+    });
+}

@@ -215,6 +215,7 @@ fn about(win: &ParleyWindow) {
         ))
         .license_type(gtk::License::Gpl30)
         .build();
+    crate::ui::a11y::name_about_window(&about, env!("CARGO_PKG_VERSION"));
     about.present();
 }
 

@@ -29,7 +29,15 @@ pub fn show(parent: &gtk::Window, core: &Core) {
     let theme_row = adw::ComboRow::builder()
         .title(gettext("Theme"))
         .model(&model)
+        .factory(&named_items())
+        .list_factory(&named_items())
         .build();
+    // Its pop-over list is "GtkListView" otherwise.
+    crate::ui::a11y::for_each_descendant(theme_row.upcast_ref(), &mut |w| {
+        if w.is::<gtk::ListView>() {
+            crate::ui::a11y::set_label(w, &gettext("Theme"));
+        }
+    });
     theme_row.set_selected(match current.theme {
         Theme::System => 0,
         Theme::Light => 1,
@@ -104,4 +112,34 @@ fn set(parent: &gtk::Window, core: &Core, key: &'static str, value: serde_json::
             }
         ),
     );
+}
+
+/// A drop-down's items with their text as the name of the list item a
+/// screen reader lands on (GTK 4.8 gives it none).
+fn named_items() -> gtk::SignalListItemFactory {
+    let factory = gtk::SignalListItemFactory::new();
+    factory.connect_setup(|_, item| {
+        if let Some(item) = item.downcast_ref::<gtk::ListItem>() {
+            let label = gtk::Label::new(None);
+            label.set_xalign(0.0);
+            item.set_child(Some(&label));
+        }
+    });
+    factory.connect_bind(|_, item| {
+        let Some(item) = item.downcast_ref::<gtk::ListItem>() else {
+            return;
+        };
+        let text = item
+            .item()
+            .and_downcast::<gtk::StringObject>()
+            .map(|s| s.string())
+            .unwrap_or_default();
+        if let Some(label) = item.child().and_downcast::<gtk::Label>() {
+            label.set_label(&text);
+            if let Some(row) = label.parent() {
+                crate::ui::a11y::set_label(&row, &text);
+            }
+        }
+    });
+    factory
 }

@@ -168,6 +168,11 @@ impl AgentRow {
             &*imp.menu_button,
             &crate::i18n::gettext_f("More for {agent}", &[("agent", &title)]),
         );
-        crate::ui::a11y::set_label(self, &format!("{title}, {shown}"));
+        let name = format!("{title}, {shown}");
+        crate::ui::a11y::set_label(self, &name);
+        // The list item around the row is what the arrow keys focus.
+        if let Some(item) = self.parent() {
+            crate::ui::a11y::set_label(&item, &name);
+        }
     }
 }

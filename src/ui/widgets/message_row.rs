@@ -328,6 +328,13 @@ impl MessageRow {
             imp.footer.set_visible(!footer.is_empty());
             // It may quote the agent's error.
             imp.footer.set_label(&visible(&footer));
+            // The list item around the row is what a screen reader lands
+            // on: it is named by who speaks and what the row holds.
+            if let Some(item) = self.parent() {
+                let who = imp.role.label();
+                let what = row_summary(msg, row.kind(), &footer);
+                crate::ui::a11y::set_label(&item, &format!("{who}: {what}"));
+            }
         });
     }
 }
@@ -402,6 +409,44 @@ impl MessageRow {
             }
         });
         content
+    }
+}
+
+/// What one row of a message holds, in a few words: its text (its first
+/// 160 characters, on one line), or the kind of part with its title.
+fn row_summary(msg: &Message, kind: RowKind, footer: &str) -> String {
+    let short = |text: &str| {
+        let one_line: String = visible(text).split_whitespace().collect::<Vec<_>>().join(" ");
+        match one_line.char_indices().nth(160) {
+            Some((i, _)) => format!("{}…", &one_line[..i]),
+            None => one_line,
+        }
+    };
+    match kind {
+        RowKind::Text { part, start, end } => match msg.parts.get(part) {
+            Some(Part::Text { text }) => {
+                let slice = match end {
+                    Some(end) => text.get(start..end),
+                    None => text.get(start..),
+                };
+                short(slice.unwrap_or_default())
+            }
+            _ => String::new(),
+        },
+        RowKind::Part(i) => match msg.parts.get(i) {
+            Some(Part::Text { text }) => short(text),
+            Some(Part::Thought { .. }) => gettext("Thinking"),
+            Some(Part::Tool(t)) => gettext_f(
+                "tool {title}, {status}",
+                &[
+                    ("title", &short(&t.title)),
+                    ("status", &super::message_parts::tool_status(t.status).0),
+                ],
+            ),
+            Some(Part::Plan { .. }) => gettext("Plan"),
+            None => String::new(),
+        },
+        RowKind::Empty => short(footer),
     }
 }
 

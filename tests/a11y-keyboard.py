@@ -1,0 +1,334 @@
+#!/usr/bin/python3
+"""Drives a running Parley with the keyboard alone, through AT-SPI (the
+tree a screen reader reads) and synthesized key presses, as a person with
+a screen reader and no mouse would. Prints one line per step and finishes
+with `ok` or `FAILED: reason`.
+
+  a11y-keyboard.py flow     Tab through the whole window (every stop must
+                            have a name), select the agent with the arrow
+                            keys, send a message, answer the permission with
+                            Alt+1, open a tool's output with Space, open the
+                            configuration editor with Ctrl+E and close it
+                            with Escape, then Tab through again after the
+                            turn.
+  a11y-keyboard.py narrow   The window is 360 px wide: send a message, and
+                            the permission's buttons must lie inside the
+                            window.
+  a11y-keyboard.py windows  Preferences (Ctrl+,; the Theme drop-down's
+                            items), Keyboard Shortcuts (Ctrl+?) and About
+                            (F10, the last item): every Tab stop of each
+                            has a name, and Escape closes each.
+"""
+import re
+import sys
+import time
+
+try:
+    import gi
+    gi.require_version("Gdk", "4.0")
+    import pyatspi
+    from gi.repository import Gdk
+except (ImportError, ValueError):
+    print("SKIP: python3-pyatspi is not installed", flush=True)
+    sys.exit(0)
+
+MODIFIERS = {"ctrl": 37, "alt": 64, "shift": 50}  # Xvfb's keycodes
+
+
+def say(text):
+    print(text, flush=True)
+
+
+def fail(reason):
+    say(f"FAILED: {reason}")
+    sys.exit(1)
+
+
+def frames():
+    out = []
+    for app in pyatspi.Registry.getDesktop(0):
+        if app is not None and "parley" in (app.name or "").lower():
+            out += [f for f in app if f is not None]
+    return out
+
+
+def main_frame():
+    for f in frames():
+        if f.name == "Parley" or "Agent" in (f.name or ""):
+            return f
+    fs = frames()
+    return fs[0] if fs else None
+
+
+def focused(node):
+    try:
+        if node.getState().contains(pyatspi.STATE_FOCUSED):
+            return node
+        children = list(node)
+    except Exception:
+        return None
+    for c in children:
+        if c is not None:
+            f = focused(c)
+            if f is not None:
+                return f
+    return None
+
+
+def describe(node):
+    if node is None:
+        return "nothing"
+    try:
+        return f"{node.getRoleName()} {node.name!r}"
+    except Exception:
+        return "gone"
+
+
+def press(step, wait=0.4):
+    """`Tab`, `shift+Tab`, `alt+1`, `ctrl+e`; a longer word is typed."""
+    parts = step.split("+")
+    key = parts[-1]
+    mods = [MODIFIERS[m] for m in parts[:-1]]
+    for m in mods:
+        pyatspi.Registry.generateKeyboardEvent(m, None, pyatspi.KEY_PRESS)
+    if len(key) == 1 or Gdk.keyval_from_name(key) not in (0, 0xFFFFFF):
+        pyatspi.Registry.generateKeyboardEvent(Gdk.keyval_from_name(key), None, pyatspi.KEY_SYM)
+    for m in reversed(mods):
+        pyatspi.Registry.generateKeyboardEvent(m, None, pyatspi.KEY_RELEASE)
+    time.sleep(wait)
+
+
+def type_text(text):
+    for ch in text:
+        name = "space" if ch == " " else ch
+        pyatspi.Registry.generateKeyboardEvent(Gdk.keyval_from_name(name), None, pyatspi.KEY_SYM)
+        time.sleep(0.02)
+    time.sleep(0.3)
+
+
+def find(node, pred):
+    try:
+        if pred(node):
+            return node
+        children = list(node)
+    except Exception:
+        return None
+    for c in children:
+        if c is not None:
+            hit = find(c, pred)
+            if hit is not None:
+                return hit
+    return None
+
+
+def wait_for(what, pred, limit=30):
+    deadline = time.time() + limit
+    while time.time() < deadline:
+        hit = pred()
+        if hit:
+            return hit
+        time.sleep(0.2)
+    fail(f"timed out waiting for {what}")
+
+
+def unnamed(node):
+    try:
+        name = node.name or ""
+    except Exception:
+        return False
+    return not name.strip() or name.startswith("Gtk") or re.search(r"(^|\s)_\w", name)
+
+
+def tab_round(frame, limit=60):
+    """Tabs until the focus comes back; every stop must have a name."""
+    stops = []
+    first = None
+    for _ in range(limit):
+        press("Tab", 0.25)
+        node = focused(frame)
+        here = describe(node)
+        if node is not None and unnamed(node):
+            fail(f"a Tab stop without a name: {here} (after {stops[-3:]})")
+        if first is None:
+            first = here
+        elif here == first:
+            break
+        stops.append(here)
+    # "nothing": GTK 4.8 marks no node focused inside an AdwEntryRow; its
+    # name is checked by a11y-names.py.
+    say(f"tab stops: {len(stops) + 1}: {stops}")
+    return stops
+
+
+def start(limit=20):
+    frame = wait_for("the window", main_frame, limit)
+    ext = frame.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+    # No window manager here: the keyboard goes where the pointer is.
+    pyatspi.Registry.generateMouseEvent(ext.x + min(ext.width, 300) // 2, ext.y + 10, "abs")
+    time.sleep(0.5)
+    return frame
+
+
+def select_agent_and_send(frame, text):
+    # Into the Agents list: Tab until the focus is in it, then the arrows.
+    for _ in range(10):
+        node = focused(frame)
+        inside = node is not None and find(frame, lambda n: n.getRoleName() == "list" and n.name == "Agents" and find(n, lambda m: m == node) is not None)
+        if inside:
+            break
+        press("Tab")
+    press("Down")
+    press("Up")
+    node = focused(frame)
+    if node is None or node.getRoleName() != "list item" or not (node.name or "").startswith("Demo Agent"):
+        fail(f"the arrow keys did not land on the agent's row: {describe(node)}")
+    say(f"agent row: {describe(node)}")
+    press("Return")
+    node = focused(frame)
+    if describe(node) != "text 'Message'":
+        fail(f"Enter on the agent did not go to the composer: {describe(node)}")
+    type_text(text)
+    press("Return")
+    say("sent")
+
+
+def permission_buttons(frame):
+    return [b for b in [find(frame, lambda n, i=i: n.getRoleName() == "push button" and (n.name or "").startswith(f"Alt+{i}") or False) for i in range(1, 5)] if b]
+
+
+def flow():
+    frame = start()
+    before = tab_round(frame)
+    if not any("Start Demo Agent" in s for s in before):
+        fail("the agent's Start button is not in the Tab order")
+    select_agent_and_send(frame, "hello")
+    banner = wait_for("the permission banner", lambda: find(frame, lambda n: n.getRoleName() == "push button" and "Allow once" in (n.name or "")))
+    say(f"permission: {describe(banner)}")
+    press("alt+1")
+    wait_for("the banner to go", lambda: find(frame, lambda n: n.getRoleName() == "push button" and "Allow once" in (n.name or "")) is None)
+    wait_for("the end of the turn", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "Send"), 60)
+    say("answered")
+    # A tool's output: Shift+Tab from the composer into the conversation,
+    # the arrow keys to the tool's row (a list is one Tab stop), then Tab
+    # into the row.
+    press("shift+Tab")
+    node = focused(frame)
+    if node is None or node.getRoleName() != "list item":
+        fail(f"Shift+Tab from the composer did not reach the conversation: {describe(node)}")
+    seen = []
+    for _ in range(80):
+        node = focused(frame)
+        seen.append(describe(node))
+        if node is not None and "tool" in (node.name or "") and "failed" in (node.name or "").lower():
+            break
+        press("Down", 0.15)
+    else:
+        fail(f"no row of a failed tool reached with the arrow keys: {sorted(set(seen))}")
+    say(f"tool row: {describe(node)}")
+    for _ in range(4):
+        press("Tab", 0.3)
+        node = focused(frame)
+        if node is not None and (node.name or "") == "Output":
+            break
+    else:
+        fail(f"Tab did not reach the tool's output: {describe(node)}")
+    was = node.getState().contains(pyatspi.STATE_EXPANDED)
+    press("space")
+    node = focused(frame)
+    now = node is not None and node.getState().contains(pyatspi.STATE_EXPANDED)
+    if was or not now:
+        fail(f"Space did not open the output (expanded before {was}, after {now})")
+    say("output opened with Space")
+    count = len(frames())
+    press("ctrl+e", 1.5)
+    editor = wait_for("the editor", lambda: len(frames()) > count, 10)
+    say(f"editor opened: windows {len(frames())}")
+    press("Escape", 1.0)
+    wait_for("the editor to close", lambda: len(frames()) == count, 10)
+    say("editor closed with Escape")
+    frame = start()
+    tab_round(frame)
+    say("ok")
+
+
+def narrow():
+    frame = start()
+    ext = frame.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+    if ext.width > 400:
+        fail(f"the window is {ext.width} px wide, not 360")
+    # Focus into the window first (the sidebar is folded at this width).
+    press("Tab")
+    select_agent_and_send(frame, "hello")
+    wait_for("the permission banner", lambda: find(frame, lambda n: n.getRoleName() == "push button" and "Allow once" in (n.name or "")))
+    time.sleep(0.5)
+    ext = frame.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+    names = ["Allow once", "Always allow", "Reject", "Always reject"]
+    for name in names:
+        b = find(frame, lambda n: n.getRoleName() == "push button" and name in (n.name or ""))
+        if b is None:
+            fail(f"no {name!r} button")
+        e = b.queryComponent().getExtents(pyatspi.DESKTOP_COORDS)
+        inside = e.x >= ext.x and e.y >= ext.y and e.x + e.width <= ext.x + ext.width and e.y + e.height <= ext.y + ext.height
+        say(f"{name}: {e.x},{e.y} {e.width}x{e.height} in {ext.width}x{ext.height}: {'inside' if inside else 'OUTSIDE'}")
+        if not inside or e.width <= 0:
+            fail(f"{name!r} is not inside the {ext.width} px window")
+    press("alt+1")
+    say("ok")
+
+
+def other_window(keys, title_part, count):
+    for k in keys:
+        press(k, 0.6)
+    win = wait_for(f"the {title_part} window", lambda: next((f for f in frames() if title_part in (f.name or "")), None), 10)
+    say(f"opened: {describe(win)}")
+    if any((f.name or "").startswith("Gtk") for f in frames()):
+        fail(f"a window is named after its class: {[f.name for f in frames()]}")
+    return win
+
+
+def close_window(count):
+    press("Escape", 1.0)
+    wait_for("the window to close", lambda: len(frames()) == count, 10)
+
+
+def windows():
+    frame = start()
+    count = len(frames())
+    prefs = other_window(["ctrl+comma"], "Preferences", count)
+    tab_round(prefs, 20)
+    for _ in range(10):
+        node = focused(prefs)
+        if node is not None and "Theme" in (node.name or ""):
+            break
+        press("Tab", 0.3)
+    else:
+        fail("the Theme row is not in the Tab order")
+    press("space", 1.0)
+    items = []
+    for f in [prefs] + frames():
+        def collect(n):
+            try:
+                if n.getRoleName() == "list item" and n.parent is not None and n.parent.name == "Theme":
+                    items.append(n.name or "")
+                for c in n:
+                    if c is not None:
+                        collect(c)
+            except Exception:
+                pass
+        collect(f)
+    say(f"theme items: {sorted(set(items))}")
+    if not {"Follow System", "Light", "Dark"} <= set(items):
+        fail(f"the Theme drop-down's items have no names: {items}")
+    press("Escape", 0.6)
+    close_window(count)
+    shortcuts = other_window(["ctrl+shift+question"], "Keyboard Shortcuts", count)
+    tab_round(shortcuts, 20)
+    close_window(count)
+    start()
+    about = other_window(["F10", "Up", "Return"], "About", count)
+    tab_round(about, 20)
+    close_window(count)
+    say("ok")
+
+
+{"flow": flow, "narrow": narrow, "windows": windows}[sys.argv[1] if len(sys.argv) > 1 else "flow"]()
