@@ -11,6 +11,11 @@
 //!   core's own time for the same flood (measured in the same run, no
 //!   window), and the longest gap between frames while it streams (the frame
 //!   clock's `after-paint`; goal: under 16 ms, none over 50 ms).
+//! - terminal: the demo agent's command prints 10 MB into an ACP terminal
+//!   that the selected conversation's tool card shows live. Figures: the
+//!   time until the window has fed all of it to the terminal's view and the
+//!   turn has ended ÷ the core's own time for the same (same run), and the
+//!   longest gap between frames meanwhile.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -198,6 +203,10 @@ fn main() {
         long_figure(&app);
         return;
     }
+    if std::env::args().any(|a| a == "terminal") {
+        terminal_figure(&app, 10_000_000);
+        return;
+    }
     if std::env::args().any(|a| a == "memory") {
         idle_memory_figure(&app);
         return;
@@ -216,6 +225,88 @@ fn main() {
     for n in sizes {
         stream_figure(&app, n);
     }
+    if std::env::args().all(|a| a.parse::<usize>().is_err()) {
+        terminal_figure(&app, 10_000_000);
+    }
+}
+
+/// The core alone: from Send to the end of a turn whose terminal prints
+/// `bytes` (all of it received as `terminal:output`).
+fn terminal_core_time(bytes: usize) -> Duration {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (core, rx) = core_on(dir.path());
+    parley::ui::runtime::runtime().block_on(async {
+        core.supervisor.start("demo").await.expect("start");
+        while rx.try_recv().is_ok() {}
+        let t = Instant::now();
+        core.chat
+            .send("demo", &format!("terminal-flood {bytes}"))
+            .expect("send");
+        let (mut got, mut ended) = (0, false);
+        while let Ok(Ok(e)) = tokio::time::timeout(Duration::from_secs(120), rx.recv()).await {
+            match &e {
+                Event::TerminalOutput(o) => got += o.data.len(),
+                Event::TurnChanged(t) if !t.busy => ended = true,
+                _ => {}
+            }
+            if ended && got >= bytes {
+                break;
+            }
+        }
+        let took = t.elapsed();
+        core.shutdown().await;
+        took
+    })
+}
+
+fn terminal_figure(app: &adw::Application, bytes: usize) {
+    let core = terminal_core_time(bytes);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (c, rx) = core_on(dir.path());
+    let win = shown_window(app, &c, rx);
+    win.select_agent("demo");
+    parley::ui::runtime::runtime()
+        .block_on(c.supervisor.start("demo"))
+        .expect("start");
+    spin_until(Duration::from_millis(300), || false);
+    let frames: Rc<RefCell<Vec<Instant>>> = Rc::default();
+    let clock = win.frame_clock().expect("frame clock");
+    let f = frames.clone();
+    let handler = clock.connect_after_paint(move |_| f.borrow_mut().push(Instant::now()));
+    let before = parley::ui::terminals::total_bytes();
+    let t = Instant::now();
+    win.composer()
+        .text_view()
+        .buffer()
+        .set_text(&format!("terminal-flood {bytes}"));
+    win.composer().send();
+    let w = win.clone();
+    spin_until(Duration::from_secs(300), move || {
+        parley::ui::terminals::total_bytes() - before >= bytes
+            && parley::ui::terminals::all_fed()
+            && w.agent("demo").is_some_and(|a| !a.answering())
+    });
+    let painted_at = frames.borrow().len();
+    spin_until(Duration::from_secs(30), || frames.borrow().len() > painted_at);
+    let total = t.elapsed();
+    clock.disconnect(handler);
+    let frames = frames.borrow();
+    let worst = frames.windows(2).map(|p| p[1] - p[0]).max().unwrap_or_default();
+    let over_50 = frames
+        .windows(2)
+        .filter(|p| p[1] - p[0] > Duration::from_millis(50))
+        .count();
+    println!(
+        "terminal {} MB: window {:>8.1} ms, core {:>7.1} ms, ratio {:>5.2}; {} frames, longest gap {:>6.1} ms, {over_50} over 50 ms",
+        bytes / 1_000_000,
+        total.as_secs_f64() * 1e3,
+        core.as_secs_f64() * 1e3,
+        total.as_secs_f64() / core.as_secs_f64(),
+        frames.len(),
+        worst.as_secs_f64() * 1e3
+    );
+    win.close();
+    parley::ui::runtime::runtime().block_on(c.shutdown());
 }
 
 /// Resident memory of this process, in KB.

@@ -358,6 +358,67 @@ fn claude_login_in_the_window(app: &adw::Application) -> Result<(), String> {
     Ok(())
 }
 
+/// The VTE terminals below `w`.
+fn terminals_in(w: &gtk::Widget) -> Vec<parley::ui::widgets::terminal::Terminal> {
+    let mut out = Vec::new();
+    parley::ui::a11y::for_each_descendant(w, &mut |c| {
+        if c.type_().name() == "VteTerminal" {
+            out.push(parley::ui::widgets::terminal::Terminal::from_widget(c.clone()));
+        }
+    });
+    out
+}
+
+/// A tool call whose content is an ACP terminal shows it live, with its
+/// colours and its exit status.
+fn terminal_in_a_tool_card(app: &adw::Application) -> Result<(), String> {
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    type_and_send(&f, "terminal-colors");
+    let list: gtk::Widget = f.win.conversation_view().list_view().upcast();
+    spin_until(
+        "the terminal's output in the tool card",
+        Duration::from_secs(20),
+        || terminals_in(&list).iter().any(|t| t.text().contains("compiled")),
+    )?;
+    spin_until("the end of the turn", Duration::from_secs(20), || {
+        f.win.agent("demo").is_some_and(|a| !a.answering())
+    })?;
+    spin_until("the exit status", Duration::from_secs(10), || {
+        texts(&list).iter().any(|t| t == "Exited with status 0")
+    })?;
+    // A card drawn again starts a new view, fed from what was kept.
+    let mut shown = String::new();
+    let _ = spin_until(
+        "the output in the card drawn last",
+        Duration::from_secs(5),
+        || {
+            shown = terminals_in(&list)
+                .iter()
+                .map(|t| t.text())
+                .find(|t| t.contains("error[E0425]"))
+                .unwrap_or_default();
+            !shown.is_empty()
+        },
+    );
+    for expected in [
+        "✔ compiled parley v0.1.0",
+        "warning: unused import",
+        "error[E0425]",
+    ] {
+        if !shown.contains(expected) {
+            return Err(format!("{expected:?} is not in the terminal: {shown:?}"));
+        }
+    }
+    save_png(&f.win, "terminal-tool-card")?;
+    adw::StyleManager::default().set_color_scheme(adw::ColorScheme::ForceDark);
+    spin(Duration::from_millis(300));
+    save_png(&f.win, "terminal-tool-card-dark")?;
+    adw::StyleManager::default().set_color_scheme(adw::ColorScheme::Default);
+    close(f);
+    Ok(())
+}
+
 fn smoke(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(false))?;
     if f.win.title().as_deref() != Some("Parley") {
@@ -1479,6 +1540,7 @@ fn main() {
             a_screen_reader_hears_the_permission_and_the_answer,
         ),
         ("ui::cancel_a_turn_with_stop", cancel_a_turn),
+        ("ui::terminal_in_a_tool_card", terminal_in_a_tool_card),
         ("ui::sign_in_with_an_agent_method", sign_in_with_an_agent_method),
         ("ui::sign_in_in_a_terminal", sign_in_in_a_terminal),
         ("ui::sign_in_with_a_key", sign_in_with_a_key),

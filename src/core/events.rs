@@ -46,6 +46,8 @@ events! {
     UsageChanged(UsageChanged) = "usage:changed",
     MessageRemoved(MessageRemoved) = "message:removed",
     AuthChanged(AuthStatus) = "auth:changed",
+    TerminalOutput(TerminalOutput) = "terminal:output",
+    TerminalExited(TerminalExited) = "terminal:exited",
 }
 
 impl Event {
@@ -63,6 +65,8 @@ impl Event {
             Event::UsageChanged(e) => Some(&e.agent),
             Event::MessageRemoved(e) => Some(&e.agent),
             Event::AuthChanged(e) => Some(&e.agent),
+            Event::TerminalOutput(e) => Some(&e.agent),
+            Event::TerminalExited(e) => Some(&e.agent),
         }
     }
 }
@@ -143,6 +147,26 @@ pub struct MessageRemoved {
     pub message_id: String,
 }
 
+/// A terminal's command wrote `data` (text; a character split between two
+/// reads comes whole in the next event).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalOutput {
+    pub agent: String,
+    pub terminal_id: String,
+    pub data: String,
+}
+
+/// A terminal's command ended (ACP's `TerminalExitStatus`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TerminalExited {
+    pub agent: String,
+    pub terminal_id: String,
+    pub exit_code: Option<u32>,
+    pub signal: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct UsageChanged {
     pub agent: String,
@@ -176,10 +200,10 @@ mod tests {
         });
         let wire = serde_json::to_value(&e).expect("json");
         assert_eq!(wire["event"], e.name());
-        assert_eq!(Event::NAMES.len(), 11);
+        assert_eq!(Event::NAMES.len(), 13);
         let mut names = Event::NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 11, "distinct");
+        assert_eq!(names.len(), 13, "distinct");
     }
 }

@@ -24,6 +24,7 @@ use tokio::sync::oneshot;
 mod auth;
 mod hostile_fs;
 mod hostile_text;
+mod terminals;
 
 const HELP: &str = "\
 parley-demo-agent: the ACP (protocol version 1) agent bundled with Parley.
@@ -90,6 +91,13 @@ Prompt keywords (the prompt's first word):
   stderr K             write K lines on stderr
   error                answer session/prompt with a JSON-RPC error
   echo TEXT            answer TEXT
+  terminals            use the client's terminals: echo, 5 MB through a
+                       1,000-byte limit, kill a sleep and a command that
+                       ignores SIGTERM, an unknown id; say what came back
+  terminal-colors      a tool call showing a terminal with coloured output
+  terminal-flood BYTES a tool call showing a terminal that prints BYTES bytes
+  terminal-orphan MARK a terminal whose command leaves a grandchild (its
+                       environment holds MARK), then wait a minute
   broken-chunks        chunks with a split surrogate pair, invalid UTF-8 and
                        a byte-order mark, written raw
   text-fixture NAME [pieces]
@@ -707,6 +715,26 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
                     &format!("no fixture {name:?}; there are {:?}", hostile_text::NAMES),
                 );
             }
+            "end_turn".to_string()
+        }
+        "terminals" => {
+            let found = terminals::check_all(&agent, &sid).await;
+            agent.chunk(&sid, "agent_message_chunk", &found);
+            "end_turn".to_string()
+        }
+        "terminal-colors" => {
+            let said = terminals::colors(&agent, &sid).await;
+            agent.chunk(&sid, "agent_message_chunk", &said);
+            "end_turn".to_string()
+        }
+        "terminal-flood" => {
+            let said = terminals::flood(&agent, &sid, num(1, 10_000_000)).await;
+            agent.chunk(&sid, "agent_message_chunk", &said);
+            "end_turn".to_string()
+        }
+        "terminal-orphan" => {
+            let said = terminals::orphan(&agent, &sid, w.get(1).copied().unwrap_or("")).await;
+            agent.chunk(&sid, "agent_message_chunk", &said);
             "end_turn".to_string()
         }
         "echo" => {

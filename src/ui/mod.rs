@@ -8,7 +8,8 @@
 //!   event to the `AgentObject` it concerns, which owns that agent's
 //!   conversation (`MessageObject`s, shown as `RowObject`s), permission
 //!   requests and log.
-//! - [`notifier`] and [`theme`]: small listeners of model signals.
+//! - [`notifier`] and [`theme`]: small listeners of model signals;
+//!   [`terminals`]: the ACP terminals' output, fed to their views.
 //! - [`window`] assembles views; [`widgets`] are those views, each binding
 //!   to a model (`ConversationView`, `Composer`, `PermissionBanner`, …).
 //!   Widgets never reach the window or the application: they act through
@@ -26,6 +27,7 @@ pub mod preferences;
 pub mod runtime;
 pub mod settings;
 pub mod smoke;
+pub mod terminals;
 pub mod theme;
 pub mod widgets;
 pub mod window;

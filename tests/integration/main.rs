@@ -14,3 +14,4 @@ mod fs_boundary;
 mod launch;
 mod processes;
 mod supervisor;
+mod terminals;

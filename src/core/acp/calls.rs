@@ -73,6 +73,7 @@ pub async fn initialize(conn: &Connection) -> Result<Initialized, CallError> {
                     .read_text_file(true)
                     .write_text_file(true))
                 .auth(auth)
+                .terminal(true)
                 // The legacy form of the same, which claude-agent-acp reads.
                 .meta(serde_json::Map::from_iter([(
                     "terminal-auth".to_owned(),

@@ -70,6 +70,11 @@ impl AgentClient for ChatClient {
         }
     }
 
+    fn has_session(&self, agent: &str, session_id: &str) -> bool {
+        self.chat()
+            .is_some_and(|chat| chat.has_session(agent, session_id))
+    }
+
     fn disconnected(&self, agent: &str, _reason: &str) {
         if let Some(chat) = self.chat() {
             chat.disconnected(agent);

@@ -123,6 +123,9 @@ pub struct ToolCall {
     pub output: String,
     pub locations: Vec<Location>,
     pub diffs: Vec<Diff>,
+    /// The ACP terminals it shows (their output comes as `terminal:output`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub terminals: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -231,6 +234,7 @@ fn compact(v: &Option<serde_json::Value>) -> String {
 fn apply_content(call: &mut ToolCall, content: &[acp::ToolCallContent]) {
     let mut output = Vec::new();
     let mut diffs = Vec::new();
+    let mut terminals = Vec::new();
     for c in content {
         match c {
             acp::ToolCallContent::Content(c) => output.push(block_text(&c.content)),
@@ -240,12 +244,13 @@ fn apply_content(call: &mut ToolCall, content: &[acp::ToolCallContent]) {
                 new_text: d.new_text.clone(),
                 new_file: d.old_text.is_none(),
             }),
-            acp::ToolCallContent::Terminal(t) => output.push(format!("[terminal {}]", t.terminal_id)),
+            acp::ToolCallContent::Terminal(t) => terminals.push(t.terminal_id.to_string()),
             _ => output.push("[content]".into()),
         }
     }
     call.output = output.join("\n");
     call.diffs = diffs;
+    call.terminals = terminals;
 }
 
 fn locations(l: &[acp::ToolCallLocation]) -> Vec<Location> {
@@ -268,6 +273,7 @@ impl From<&acp::ToolCall> for ToolCall {
             output: String::new(),
             locations: locations(&t.locations),
             diffs: Vec::new(),
+            terminals: Vec::new(),
         };
         apply_content(&mut call, &t.content);
         if call.output.is_empty() {

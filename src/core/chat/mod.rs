@@ -586,6 +586,15 @@ impl Chat {
         })
     }
 
+    /// Whether `session_id` is the agent's open session (terminal requests
+    /// for another are refused).
+    pub fn has_session(&self, agent: &str, session_id: &str) -> bool {
+        lock(&self.inner.convs)
+            .get(agent)
+            .and_then(|c| c.session.as_ref())
+            .is_some_and(|(s, _)| &*s.0 == session_id)
+    }
+
     /// The agent's slash commands (from `available_commands_update`).
     pub fn commands(&self, agent: &str) -> Vec<Command> {
         lock(&self.inner.convs)

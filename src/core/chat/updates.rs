@@ -55,18 +55,20 @@ impl Conv {
             U::ToolCall(t) => {
                 // A new call: an id seen in an earlier turn starts a card in
                 // this one (agents reuse ids), never reopens the old card.
-                let call = ToolCall::from(&t);
+                let mut call = ToolCall::from(&t);
+                zed_terminal_meta(agent, &mut call, t.meta.as_ref(), out);
                 self.put_tool(agent, call, true, next_id, out);
             }
             U::ToolCallUpdate(u) => {
                 let existing = find_tool(self, &u.tool_call_id.to_string());
-                let call = match existing {
+                let mut call = match existing {
                     Some(mut call) => {
                         call.merge(&u);
                         call
                     }
                     None => ToolCall::from_update(&u),
                 };
+                zed_terminal_meta(agent, &mut call, u.meta.as_ref(), out);
                 self.put_tool(agent, call, false, next_id, out);
             }
             U::Plan(p) => {
@@ -230,6 +232,49 @@ fn target_message<'a>(
     (i, &mut c.messages[i])
 }
 
+/// Zed's form of a terminal in a tool call, which some agents send instead
+/// of the terminal capability: `_meta.terminal_info` names it (the call
+/// shows it), `_meta.terminal_output` carries what it printed and
+/// `_meta.terminal_exit` how it ended; both go out as the capability's
+/// events, so the window shows them the same way.
+fn zed_terminal_meta(
+    agent: &str,
+    call: &mut ToolCall,
+    meta: Option<&serde_json::Map<String, serde_json::Value>>,
+    out: &mut impl FnMut(Event),
+) {
+    use serde_json::Value;
+    let Some(meta) = meta else { return };
+    let id_of = |v: &Value| v.get("terminal_id").and_then(Value::as_str).map(str::to_owned);
+    if let Some(id) = meta.get("terminal_info").and_then(id_of) {
+        if !call.terminals.contains(&id) {
+            call.terminals.push(id);
+        }
+    }
+    if let Some(o) = meta.get("terminal_output") {
+        if let (Some(id), Some(data)) = (id_of(o), o.get("data").and_then(Value::as_str)) {
+            out(Event::TerminalOutput(crate::core::events::TerminalOutput {
+                agent: agent.to_owned(),
+                terminal_id: id,
+                data: data.to_owned(),
+            }));
+        }
+    }
+    if let Some(x) = meta.get("terminal_exit") {
+        if let Some(id) = id_of(x) {
+            out(Event::TerminalExited(crate::core::events::TerminalExited {
+                agent: agent.to_owned(),
+                terminal_id: id,
+                exit_code: x
+                    .get("exit_code")
+                    .and_then(Value::as_u64)
+                    .and_then(|c| u32::try_from(c).ok()),
+                signal: x.get("signal").and_then(Value::as_str).map(str::to_owned),
+            }));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -265,6 +310,29 @@ mod tests {
 
     fn text(t: &str) -> serde_json::Value {
         json!({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": t}})
+    }
+
+    #[test]
+    fn zeds_terminal_meta_shows_the_terminal_and_its_output() {
+        let mut c = conv();
+        let events = apply(
+            &mut c,
+            vec![
+                json!({"sessionUpdate": "tool_call", "toolCallId": "t1", "title": "ls",
+                    "_meta": {"terminal_info": {"terminal_id": "z1"}}}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1",
+                    "_meta": {"terminal_output": {"terminal_id": "z1", "data": "a.txt\r\n"}}}),
+                json!({"sessionUpdate": "tool_call_update", "toolCallId": "t1", "status": "completed",
+                    "_meta": {"terminal_exit": {"terminal_id": "z1", "exit_code": 0, "signal": null}}}),
+            ],
+        );
+        assert!(matches!(find_tool(&c, "t1"), Some(t) if t.terminals == ["z1"]));
+        assert!(events.iter().any(
+            |e| matches!(e, Event::TerminalOutput(o) if o.terminal_id == "z1" && o.data == "a.txt\r\n")
+        ));
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, Event::TerminalExited(x) if x.exit_code == Some(0))));
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub enum Theme {
 pub struct Limits {
     pub max_running_agents: u32,
     pub stop_idle_agents_after: String,
+    pub max_terminals_per_agent: u32,
 }
 
 impl Default for Limits {
@@ -39,6 +40,7 @@ impl Default for Limits {
         Limits {
             max_running_agents: 4,
             stop_idle_agents_after: "15m".into(),
+            max_terminals_per_agent: 8,
         }
     }
 }
@@ -140,6 +142,7 @@ mod tests {
         let limits = Limits {
             max_running_agents: 1,
             stop_idle_agents_after: "0".into(),
+            ..Limits::default()
         };
         assert_eq!(limits.idle_after(), None);
     }

@@ -12,6 +12,7 @@ pub(super) struct AgentHandler {
     pub(super) supervisor: Weak<Shared>,
     pub(super) fs: FsScope,
     pub(super) logs: Arc<Mutex<VecDeque<String>>>,
+    pub(super) terminals: Arc<terminals::Terminals>,
 }
 
 impl AgentHandler {
@@ -69,6 +70,74 @@ impl AgentHandler {
     }
 }
 
+impl AgentHandler {
+    /// The five `terminal/*` calls (see `terminals`); off the reader task.
+    fn terminal_request(&self, method: &str, params: &RawValue, responder: Responder) {
+        let Some(supervisor) = self.supervisor() else {
+            return responder.respond(Err(RpcError::remote(
+                acp::connection::INTERNAL_ERROR,
+                "Parley is shutting down",
+            )));
+        };
+        let value: serde_json::Value = match serde_json::from_str(params.get()) {
+            Ok(v) => v,
+            Err(e) => {
+                return responder.respond(Err(RpcError::remote(
+                    acp::connection::INVALID_PARAMS,
+                    format!("{method}: {e}"),
+                )))
+            }
+        };
+        // Only for the session the conversation has open.
+        let session = value
+            .get("sessionId")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("");
+        let known = supervisor
+            .client()
+            .is_some_and(|c| c.has_session(&self.agent, session));
+        if !known {
+            self.log(format!(
+                "parley: refused {method} for an unknown session {session}"
+            ));
+            return responder.respond(Err(RpcError::remote(
+                acp::connection::INVALID_PARAMS,
+                format!("no open session {session}"),
+            )));
+        }
+        let (terminals, method, agent) = (self.terminals.clone(), method.to_owned(), self.agent.clone());
+        tokio::spawn(async move {
+            let answer = match method.as_str() {
+                "terminal/create" => {
+                    match (
+                        serde_json::from_value::<agent_client_protocol_schema::v1::CreateTerminalRequest>(
+                            value,
+                        ),
+                        supervisor.definition(&agent),
+                    ) {
+                        (Ok(request), Some(def)) => terminals.create(&supervisor, &def, request).await,
+                        (Err(e), _) => Err(RpcError::remote(acp::connection::INVALID_PARAMS, e.to_string())),
+                        (_, None) => Err(RpcError::remote(acp::connection::INTERNAL_ERROR, unknown(&agent))),
+                    }
+                }
+                "terminal/output" => terminals.output(&value),
+                "terminal/wait_for_exit" => terminals.wait_for_exit(&value).await,
+                "terminal/kill" => terminals.kill(&value),
+                "terminal/release" => terminals.release(&value),
+                other => Err(RpcError::remote(
+                    acp::connection::METHOD_NOT_FOUND,
+                    format!("method not found: {other}"),
+                )),
+            };
+            if let Err(e) = &answer {
+                let line = format!("parley: {method}: {e}");
+                tracing::info!(agent, "{line}");
+            }
+            responder.respond(answer);
+        });
+    }
+}
+
 impl Handler for AgentHandler {
     fn notification(&self, method: &str, params: &RawValue) {
         match self.supervisor().and_then(|s| s.client()) {
@@ -86,6 +155,7 @@ impl Handler for AgentHandler {
     fn request(&self, method: &str, params: &RawValue, responder: Responder) {
         match method {
             "fs/read_text_file" | "fs/write_text_file" => self.fs_request(method, params, responder),
+            m if m.starts_with("terminal/") => self.terminal_request(method, params, responder),
             "session/request_permission" => match self.supervisor().and_then(|s| s.client()) {
                 Some(client) => client.request(&self.agent, method, params, responder),
                 None => responder.respond(Err(RpcError::remote(
@@ -111,6 +181,8 @@ impl Handler for AgentHandler {
     }
 
     fn closed(&self, reason: Option<String>) {
+        // Its terminals go with the connection.
+        self.terminals.end_all();
         let Some(s) = self.supervisor() else { return };
         match reason {
             Some(reason) => {

@@ -3,7 +3,7 @@
 //! guardian like every agent, so it obeys the same no-orphan rules: when
 //! it is ended, or dropped, or Parley goes, nothing it started stays.
 
-use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use super::*;
 use crate::core::auth::{AuthKind, AuthMethod};
@@ -71,41 +71,6 @@ impl LoginTerminal {
     }
 }
 
-fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
-    use std::os::fd::AsRawFd;
-    let last = std::io::Error::last_os_error;
-    // Close-on-exec from the start: another thread's spawn must not
-    // inherit either side (and the slave is not anyone's terminal yet).
-    // SAFETY: plain system calls; every descriptor returned is owned at once.
-    unsafe {
-        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
-        if master < 0 {
-            return Err(last());
-        }
-        let master = OwnedFd::from_raw_fd(master);
-        if libc::grantpt(master.as_raw_fd()) != 0 || libc::unlockpt(master.as_raw_fd()) != 0 {
-            return Err(last());
-        }
-        let mut name = [0 as libc::c_char; 128];
-        if libc::ptsname_r(master.as_raw_fd(), name.as_mut_ptr(), name.len()) != 0 {
-            return Err(last());
-        }
-        let slave = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
-        if slave < 0 {
-            return Err(last());
-        }
-        let slave = OwnedFd::from_raw_fd(slave);
-        let size = libc::winsize {
-            ws_row: 24,
-            ws_col: 80,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &size);
-        Ok((master, slave))
-    }
-}
-
 impl Supervisor {
     /// Starts `method`'s sign-in command for the agent on a new terminal:
     /// the agent's command with the method's arguments and environment
@@ -140,7 +105,7 @@ impl Supervisor {
         full_env.insert("COLORTERM".into(), "truecolor".into());
         let (program, program_args, prefix) =
             self.launch_target(&command, &all_args, &full_env, &cwd).await?;
-        let (master, slave) = open_pty().map_err(|e| {
+        let (master, slave) = process::open_pty().map_err(|e| {
             StartError::plain(crate::i18n::gettext_f(
                 "could not open a terminal: {error}",
                 &[("error", &e.to_string())],

@@ -17,6 +17,7 @@ mod logs;
 pub mod process;
 mod start;
 mod stop;
+pub mod terminals;
 
 use handler::AgentHandler;
 use idle::idle_check;
@@ -100,6 +101,8 @@ pub trait AgentClient: Send + Sync + 'static {
     fn notification(&self, agent: &str, method: &str, params: &RawValue);
     fn session_update(&self, agent: &str, update: agent_client_protocol_schema::v1::SessionNotification);
     fn request(&self, agent: &str, method: &str, params: &RawValue, responder: Responder);
+    /// Whether `session_id` is a session the conversation has open.
+    fn has_session(&self, agent: &str, session_id: &str) -> bool;
     /// The agent's connection is gone (stopped, crashed, broken).
     fn disconnected(&self, agent: &str, reason: &str);
 }
@@ -166,6 +169,8 @@ struct Running {
     /// What `initialize` said of signing in.
     auth_methods: Vec<crate::core::auth::AuthMethod>,
     can_logout: bool,
+    /// The ACP terminals this process asked for.
+    terminals: Arc<terminals::Terminals>,
 }
 
 impl Running {
@@ -489,6 +494,15 @@ impl Supervisor {
 
     pub fn working_dir(&self, name: &str) -> Option<PathBuf> {
         self.definition(name).map(|d| d.working_dir())
+    }
+
+    /// A terminal's output so far and its exit status, if the agent has it.
+    pub fn terminal_output(&self, agent: &str, id: &str) -> Option<(String, Option<ExitStatus>)> {
+        let terminals = {
+            let mut t = lock(&self.shared.table);
+            t.find(agent)?.running.as_ref()?.terminals.clone()
+        };
+        terminals.output_of(id)
     }
 
     /// The process group of a running agent (for tests and diagnostics).

@@ -290,6 +290,43 @@ pub fn is_executable(p: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// A new pseudo-terminal: its controlling side and the side a command
+/// gets as its terminal (sign-in commands, ACP terminals).
+pub fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    use std::os::fd::FromRawFd;
+    let last = std::io::Error::last_os_error;
+    // Close-on-exec from the start: another thread's spawn must not
+    // inherit either side (and the slave is not anyone's terminal yet).
+    // SAFETY: plain system calls; every descriptor returned is owned at once.
+    unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if master < 0 {
+            return Err(last());
+        }
+        let master = OwnedFd::from_raw_fd(master);
+        if libc::grantpt(master.as_raw_fd()) != 0 || libc::unlockpt(master.as_raw_fd()) != 0 {
+            return Err(last());
+        }
+        let mut name = [0 as libc::c_char; 128];
+        if libc::ptsname_r(master.as_raw_fd(), name.as_mut_ptr(), name.len()) != 0 {
+            return Err(last());
+        }
+        let slave = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC);
+        if slave < 0 {
+            return Err(last());
+        }
+        let slave = OwnedFd::from_raw_fd(slave);
+        let size = libc::winsize {
+            ws_row: 24,
+            ws_col: 80,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        libc::ioctl(master.as_raw_fd(), libc::TIOCSWINSZ, &size);
+        Ok((master, slave))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

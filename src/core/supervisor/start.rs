@@ -256,12 +256,20 @@ impl Supervisor {
                 this.on_exit(&watch_name, generation, status).await;
             }
         });
+        let cap = lock(&self.shared.table).limits.max_terminals_per_agent.max(1) as usize;
+        let terminals = Arc::new(terminals::Terminals::new(
+            &name,
+            self.shared.events.clone(),
+            cap,
+            self.shared.timings.stop,
+        ));
         let handler = Arc::new(AgentHandler {
             agent: name.clone(),
             generation,
             supervisor: Arc::downgrade(&self.shared),
             fs: FsScope::new(&cwd),
             logs: logs.clone(),
+            terminals: terminals.clone(),
         });
         let conn = Connection::start(BufReader::new(stdout), stdin, handler, acp::MAX_LINE_BYTES);
         let mut running = Running {
@@ -271,6 +279,7 @@ impl Supervisor {
             guardian,
             auth_methods: Vec::new(),
             can_logout: false,
+            terminals,
         };
         let timeout = self.shared.timings.handshake_timeout;
         let reason = match tokio::time::timeout(timeout, calls::initialize(&conn)).await {

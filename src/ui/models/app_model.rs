@@ -227,6 +227,10 @@ impl AppModel {
                         touched(&a, &mut changed);
                     }
                 }
+                Event::TerminalOutput(o) => crate::ui::terminals::output(&o.terminal_id, &o.data),
+                Event::TerminalExited(e) => {
+                    crate::ui::terminals::exited(&e.terminal_id, e.exit_code, e.signal.as_deref())
+                }
                 Event::AuthChanged(status) => {
                     if let Some(a) = self.agent(&status.agent) {
                         a.apply_auth(status);

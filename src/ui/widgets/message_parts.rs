@@ -238,6 +238,9 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
         expander.set_child(Some(&l));
         card.append(&expander);
     }
+    for id in &call.terminals {
+        card.append(&crate::ui::terminals::view(id));
+    }
     if !call.output.is_empty() {
         let expander = expander(&gettext("Output"));
         let l = label(&format!("<tt>{}</tt>", escape(&call.output)));

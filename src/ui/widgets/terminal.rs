@@ -31,6 +31,37 @@ impl Terminal {
         t
     }
 
+    /// The wrapper around a widget made by [`Terminal::new`].
+    pub fn from_widget(widget: gtk::Widget) -> Self {
+        Terminal { widget }
+    }
+
+    /// Shows `text` as the command's output (it is not typed into it).
+    pub fn feed(&self, text: &str) {
+        // SAFETY: the bytes live across the call; the length is theirs.
+        unsafe {
+            vte_sys::vte_terminal_feed(self.raw(), text.as_ptr(), text.len() as isize);
+        }
+    }
+
+    /// Nothing typed reaches the command; plenty of scrollback.
+    pub fn set_read_only(&self) {
+        // SAFETY: plain setters on a live terminal.
+        unsafe {
+            vte_sys::vte_terminal_set_input_enabled(self.raw(), glib::ffi::GFALSE);
+            vte_sys::vte_terminal_set_scrollback_lines(self.raw(), 10_000);
+        }
+    }
+
+    /// Copies everything shown to the clipboard, as text.
+    pub fn copy_all(&self) {
+        // SAFETY: plain calls on a live terminal.
+        unsafe {
+            vte_sys::vte_terminal_select_all(self.raw());
+            vte_sys::vte_terminal_copy_clipboard_format(self.raw(), vte_sys::VTE_FORMAT_TEXT);
+        }
+    }
+
     pub fn widget(&self) -> &gtk::Widget {
         &self.widget
     }
