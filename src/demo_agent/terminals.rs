@@ -113,6 +113,18 @@ pub async fn check_all(agent: &Agent, sid: &str) -> String {
             Err(e) => found.push(format!("kill {name}: {e}")),
         }
     }
+    let elsewhere = agent
+        .request(
+            "terminal/create",
+            json!({"sessionId": "no-such-session", "command": "echo"}),
+        )
+        .await;
+    found.push(format!(
+        "other session: {}",
+        elsewhere
+            .get("error")
+            .map_or("answered".into(), |e| e.to_string())
+    ));
     let unknown = call(agent, sid, "terminal/output", "no-such-terminal").await;
     found.push(format!(
         "unknown id: {}",

@@ -36,6 +36,8 @@ async fn every_terminal_method_answers_as_the_spec_says() {
         // It ignores SIGTERM: SIGKILL after the grace.
         "kill ignores-term: signal \"SIGKILL\"",
         "unknown id: {\"code\":-32602,\"message\":\"unknown terminal no-such-terminal\"}",
+        // A session the conversation does not have open.
+        "other session: {\"code\":-32602,\"message\":\"no open session no-such-session\"}",
     ] {
         assert!(said.contains(expected), "{expected:?} not in {said:?}");
     }
