@@ -29,6 +29,43 @@ struct Entry {
     /// Output not yet fed to the views.
     waiting: String,
     feeding: bool,
+    /// When it was first seen (the oldest are forgotten first).
+    seq: u64,
+}
+
+/// How many terminals' output is kept; beyond it, the oldest without a
+/// view are forgotten (their cards then start empty).
+const TERMINALS_KEPT: usize = 64;
+
+thread_local! {
+    static NEXT_SEQ: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn entry<'a>(t: &'a mut HashMap<String, Entry>, id: &str) -> &'a mut Entry {
+    if !t.contains_key(id) {
+        if t.len() >= TERMINALS_KEPT {
+            let oldest = t
+                .iter()
+                .filter(|(_, e)| e.views.iter().all(|(w, _)| w.upgrade().is_none()))
+                .min_by_key(|(_, e)| e.seq)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                t.remove(&k);
+            }
+        }
+        let seq = NEXT_SEQ.with(|n| {
+            n.set(n.get() + 1);
+            n.get()
+        });
+        t.insert(
+            id.to_owned(),
+            Entry {
+                seq,
+                ..Default::default()
+            },
+        );
+    }
+    t.get_mut(id).unwrap_or_else(|| unreachable!("inserted above"))
 }
 
 fn cut_front(text: &mut String, keep: usize) {
@@ -45,7 +82,7 @@ thread_local! {
     static TERMINALS: RefCell<HashMap<String, Entry>> = RefCell::new(HashMap::new());
 }
 
-/// "Exited with status 0", "Killed by SIGKILL".
+/// "Exited with status 0", "Ended by SIGKILL".
 pub fn exit_text(code: Option<u32>, signal: Option<&str>) -> String {
     match (code, signal) {
         (_, Some(signal)) => crate::i18n::gettext_f("Ended by {signal}", &[("signal", signal)]),
@@ -59,7 +96,7 @@ pub fn exit_text(code: Option<u32>, signal: Option<&str>) -> String {
 pub fn output(id: &str, data: &str) {
     TERMINALS.with(|t| {
         let mut t = t.borrow_mut();
-        let e = t.entry(id.to_owned()).or_default();
+        let e = entry(&mut t, id);
         e.total += data.len();
         e.text.push_str(data);
         // Cut back to KEPT only past twice it: a cut moves the whole text,
@@ -98,7 +135,10 @@ fn schedule_feed(id: String) {
                 Terminal::from_widget(widget).feed(&piece);
                 true
             });
-            e.feeding = !e.waiting.is_empty() && !e.views.is_empty();
+            if e.views.is_empty() {
+                e.waiting.clear();
+            }
+            e.feeding = !e.waiting.is_empty();
             e.feeding
         });
         if again {
@@ -116,7 +156,7 @@ pub fn exited(id: &str, code: Option<u32>, signal: Option<&str>) {
     let text = exit_text(code, signal);
     TERMINALS.with(|t| {
         let mut t = t.borrow_mut();
-        let e = t.entry(id.to_owned()).or_default();
+        let e = entry(&mut t, id);
         for (_, label) in &e.views {
             if let Some(label) = label.upgrade() {
                 label.set_label(&text);
@@ -168,7 +208,7 @@ pub fn view(id: &str) -> gtk::Widget {
     column.append(&bar);
     TERMINALS.with(|t| {
         let mut t = t.borrow_mut();
-        let e = t.entry(id.to_owned()).or_default();
+        let e = entry(&mut t, id);
         // What it printed so far, less what still waits to be fed.
         let fed = e.text.len().saturating_sub(e.waiting.len());
         let mut end = fed;
