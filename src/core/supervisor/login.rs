@@ -128,17 +128,7 @@ impl Supervisor {
         })?;
         // Only the command holds the terminal's own side now.
         drop(slave);
-        let process::Spawned {
-            mut child,
-            pgid,
-            lifeline,
-            status,
-        } = spawned;
-        let (gone_tx, gone_rx) = watch::channel(None);
-        tokio::spawn(async move {
-            let status = child.wait().await.ok();
-            gone_tx.send_replace(Some(status));
-        });
+        let (pgid, guardian, status) = spawned.into_guarded();
         let (exit_tx, exit_rx) = watch::channel(None);
         tokio::spawn(async move {
             if let Some(s) = process::agent_exit(status).await {
@@ -154,8 +144,8 @@ impl Supervisor {
             terminal: Some(master),
             pgid,
             exit: exit_rx,
-            gone: gone_rx.clone(),
-            guardian: Some(process::Guardian::new(lifeline, gone_rx)),
+            gone: guardian.gone(),
+            guardian: Some(guardian),
             timings: self.shared.timings.stop,
             command_line,
             on_drop: None,

@@ -72,6 +72,26 @@ pub struct Spawned {
     pub status: std::io::PipeReader,
 }
 
+impl Spawned {
+    /// For a command whose stdio is a terminal (nothing to take from the
+    /// child): its group, Parley's hold on its guardian (which learns when
+    /// the guardian exits), and where its wait status arrives.
+    pub fn into_guarded(self) -> (i32, Guardian, std::io::PipeReader) {
+        let Spawned {
+            mut child,
+            pgid,
+            lifeline,
+            status,
+        } = self;
+        let (gone_tx, gone_rx) = watch::channel(None);
+        tokio::spawn(async move {
+            let status = child.wait().await.ok();
+            gone_tx.send_replace(Some(status));
+        });
+        (pgid, Guardian::new(lifeline, gone_rx), status)
+    }
+}
+
 pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
     let mut cmd = match spec.prefix.split_first() {
         Some((first, rest)) => {
@@ -162,6 +182,11 @@ impl Guardian {
     /// if it could be read).
     pub fn new(lifeline: OwnedFd, gone: watch::Receiver<Option<Option<ExitStatus>>>) -> Self {
         Self { lifeline, gone }
+    }
+
+    /// Set when the guardian process has exited.
+    pub fn gone(&self) -> watch::Receiver<Option<Option<ExitStatus>>> {
+        self.gone.clone()
     }
 
     /// Gives the guardian up to `limit` to end what the agent left (it

@@ -148,17 +148,7 @@ impl Terminals {
         })
         .map_err(|e| invalid(format!("could not start {}: {e}", params.command)))?;
         drop(slave);
-        let process::Spawned {
-            mut child,
-            pgid,
-            lifeline,
-            status,
-        } = spawned;
-        let (gone_tx, gone_rx) = watch::channel(None);
-        tokio::spawn(async move {
-            let status = child.wait().await.ok();
-            gone_tx.send_replace(Some(status));
-        });
+        let (pgid, guardian, status) = spawned.into_guarded();
         let (exit_tx, exit_rx) = watch::channel(None);
         let (drained_tx, drained_rx) = watch::channel(false);
         let limit = params
@@ -176,7 +166,7 @@ impl Terminals {
             exit: exit_rx,
             drained: drained_rx,
             released: AtomicBool::new(false),
-            guardian: Mutex::new(Some(process::Guardian::new(lifeline, gone_rx))),
+            guardian: Mutex::new(Some(guardian)),
         });
         self.read_output(&id, &term, master, drained_tx);
         // The end: the status, then the output to its end (a moment at most),
