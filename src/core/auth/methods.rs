@@ -76,7 +76,10 @@ impl AuthMethod {
 }
 
 fn text(v: Option<&Value>) -> Option<String> {
-    let s = v?.as_str()?.trim();
+    // No control character (a NUL would not even reach GTK, nor exec) in
+    // what is shown, logged or run.
+    let s: String = v?.as_str()?.chars().filter(|c| !c.is_control()).collect();
+    let s = s.trim();
     if s.is_empty() {
         return None;
     }
@@ -268,5 +271,10 @@ mod tests {
         ])));
         assert_eq!(odd.len(), 1, "{odd:?}");
         assert_eq!(odd[0].name, "d");
+        let hostile = parse(Some(
+            &json!([{"id": "h", "name": "Log\u{0}in\n\u{1b}[31m", "type": "terminal", "args": ["a\u{0}b"]}]),
+        ));
+        assert_eq!(hostile[0].name, "Login[31m");
+        assert!(matches!(&hostile[0].kind, AuthKind::Terminal { args, .. } if args == &["ab"]));
     }
 }

@@ -60,7 +60,7 @@ fn keyring_error(e: impl std::fmt::Display) -> KeyringError {
     ))
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Clone, Serialize, Deserialize)]
 struct Index {
     /// configuration path → agent → variable names.
     saved: BTreeMap<String, BTreeMap<String, Vec<String>>>,
@@ -70,15 +70,27 @@ fn index_file() -> std::path::PathBuf {
     store::state_file("saved-keys.json")
 }
 
+/// The list as last read or written, with its file: the status of an agent
+/// (which the window asks for on its main thread) reads no file.
+static INDEX: std::sync::Mutex<Option<(std::path::PathBuf, Index)>> = std::sync::Mutex::new(None);
+
 fn read_index() -> Index {
-    std::fs::read_to_string(index_file())
+    let file = index_file();
+    let mut cached = INDEX.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, index)) = cached.as_ref().filter(|(p, _)| *p == file) {
+        return index.clone();
+    }
+    let index: Index = std::fs::read_to_string(&file)
         .ok()
         .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default()
+        .unwrap_or_default();
+    *cached = Some((file, index.clone()));
+    index
 }
 
 fn write_index(index: &Index) {
     let file = index_file();
+    *INDEX.lock().unwrap_or_else(|e| e.into_inner()) = Some((file.clone(), index.clone()));
     if let Some(dir) = file.parent() {
         let _ = std::fs::create_dir_all(dir);
     }

@@ -72,6 +72,46 @@ impl LoginTerminal {
 }
 
 impl Supervisor {
+    /// Runs `command` (found as an agent's command is) on a new
+    /// pseudo-terminal beneath a guardian, in a session of its own: the
+    /// terminal's controlling side, the command's group, the hold on its
+    /// guardian, and where its wait status arrives. Sign-in commands and
+    /// the ACP terminals both start this way.
+    pub(super) async fn spawn_on_terminal(
+        &self,
+        command: &str,
+        args: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+        cwd: &std::path::Path,
+    ) -> Result<(OwnedFd, i32, process::Guardian, std::io::PipeReader), StartError> {
+        let (program, program_args, prefix) = self.launch_target(command, args, env, cwd).await?;
+        let (master, slave) = process::open_pty().map_err(|e| {
+            StartError::plain(crate::i18n::gettext_f(
+                "could not open a terminal: {error}",
+                &[("error", &e.to_string())],
+            ))
+        })?;
+        let spawned = process::spawn(&process::SpawnSpec {
+            program: &program,
+            args: &program_args,
+            env,
+            cwd,
+            prefix,
+            grace: self.shared.timings.stop.term_grace,
+            terminal: Some(&slave),
+        })
+        .map_err(|e| {
+            StartError::plain(crate::i18n::gettext_f(
+                "could not start {command}: {error}",
+                &[("command", command), ("error", &e.to_string())],
+            ))
+        })?;
+        // Only the command holds the terminal's own side now.
+        drop(slave);
+        let (pgid, guardian, status) = spawned.into_guarded();
+        Ok((master, pgid, guardian, status))
+    }
+
     /// Starts `method`'s sign-in command for the agent on a new terminal:
     /// the agent's command with the method's arguments and environment
     /// added (the legacy form names a command of its own), in the agent's
@@ -103,32 +143,9 @@ impl Supervisor {
         full_env.extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
         full_env.insert("TERM".into(), "xterm-256color".into());
         full_env.insert("COLORTERM".into(), "truecolor".into());
-        let (program, program_args, prefix) =
-            self.launch_target(&command, &all_args, &full_env, &cwd).await?;
-        let (master, slave) = process::open_pty().map_err(|e| {
-            StartError::plain(crate::i18n::gettext_f(
-                "could not open a terminal: {error}",
-                &[("error", &e.to_string())],
-            ))
-        })?;
-        let spawned = process::spawn(&process::SpawnSpec {
-            program: &program,
-            args: &program_args,
-            env: &full_env,
-            cwd: &cwd,
-            prefix,
-            grace: self.shared.timings.stop.term_grace,
-            terminal: Some(&slave),
-        })
-        .map_err(|e| {
-            StartError::plain(crate::i18n::gettext_f(
-                "could not start {command}: {error}",
-                &[("command", &command), ("error", &e.to_string())],
-            ))
-        })?;
-        // Only the command holds the terminal's own side now.
-        drop(slave);
-        let (pgid, guardian, status) = spawned.into_guarded();
+        let (master, pgid, guardian, status) = self
+            .spawn_on_terminal(&command, &all_args, &full_env, &cwd)
+            .await?;
         let (exit_tx, exit_rx) = watch::channel(None);
         tokio::spawn(async move {
             if let Some(s) = process::agent_exit(status).await {

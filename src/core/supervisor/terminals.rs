@@ -132,23 +132,10 @@ impl Terminals {
             env.insert(v.name.clone(), v.value.clone());
         }
         env.insert("TERM".into(), "xterm-256color".into());
-        let (program, args, prefix) = supervisor
-            .launch_target(&params.command, &params.args, &env, &cwd)
+        let (master, pgid, guardian, status) = supervisor
+            .spawn_on_terminal(&params.command, &params.args, &env, &cwd)
             .await
             .map_err(|e| invalid(e.reason))?;
-        let (master, slave) = process::open_pty().map_err(|e| invalid(e.to_string()))?;
-        let spawned = process::spawn(&process::SpawnSpec {
-            program: &program,
-            args: &args,
-            env: &env,
-            cwd: &cwd,
-            prefix,
-            grace: self.timings.term_grace,
-            terminal: Some(&slave),
-        })
-        .map_err(|e| invalid(format!("could not start {}: {e}", params.command)))?;
-        drop(slave);
-        let (pgid, guardian, status) = spawned.into_guarded();
         let (exit_tx, exit_rx) = watch::channel(None);
         let (drained_tx, drained_rx) = watch::channel(false);
         let limit = params
