@@ -1044,6 +1044,208 @@ fn slash_command_completion(app: &adw::Application) -> Result<(), String> {
     Ok(())
 }
 
+/// Widgets below `w` of type `T`, in order.
+fn descendants<T: IsA<gtk::Widget>>(w: &gtk::Widget) -> Vec<T> {
+    let mut out = Vec::new();
+    let mut child = w.first_child();
+    while let Some(c) = child {
+        if let Ok(t) = c.clone().downcast::<T>() {
+            out.push(t);
+        }
+        out.extend(descendants::<T>(&c));
+        child = c.next_sibling();
+    }
+    out
+}
+
+/// The composer's picker of option `id` (named `option-ID`).
+fn picker(f: &Fixture, id: &str) -> Option<gtk::Widget> {
+    let name = format!("option-{id}");
+    descendants::<gtk::Widget>(f.win.composer().options_box().upcast_ref())
+        .into_iter()
+        .find(|w| w.widget_name() == name)
+}
+
+/// Opens a select picker and activates the choice labelled `choice`.
+fn choose(f: &Fixture, id: &str, choice: &str, png: Option<&str>) -> Result<(), String> {
+    let button = picker(f, id)
+        .and_then(|w| w.downcast::<gtk::MenuButton>().ok())
+        .ok_or(format!("no picker {id}"))?;
+    button.popup();
+    let popover = button.popover().ok_or("no popover")?;
+    spin_until("the popover", Duration::from_secs(3), || popover.is_mapped())?;
+    spin(Duration::from_millis(200));
+    if let Some(png) = png {
+        save_png(&popover, png)?;
+    }
+    let row = descendants::<gtk::ListBoxRow>(popover.upcast_ref())
+        .into_iter()
+        .find(|r| texts(r.upcast_ref()).first().is_some_and(|t| t == choice))
+        .ok_or(format!("no choice {choice} in {id}"))?;
+    row.emit_by_name::<()>("activate", &[]);
+    Ok(())
+}
+
+fn picker_says(f: &Fixture, id: &str) -> String {
+    picker(f, id)
+        .map(|w| {
+            let t = texts(&w);
+            t.join(" ")
+        })
+        .unwrap_or_default()
+}
+
+/// Issue 17 in the window: the demo agent's pickers (select and boolean),
+/// a refusal, two attachments as chips, an @-mention, and what was sent.
+fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
+    let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let notes = cwd.path().join("notes.md");
+    std::fs::write(&notes, "# Notes\nThe plan.\n").map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(cwd.path().join("src")).map_err(|e| e.to_string())?;
+    std::fs::write(cwd.path().join("src/controls.rs"), "// x\n").map_err(|e| e.to_string())?;
+    let f = open_window(app, &auth_config("images,embedded", cwd.path()))?;
+    select_demo(&f)?;
+    parley::ui::runtime::runtime()
+        .block_on(f.core.supervisor.start("demo"))
+        .map_err(|e| e.to_string())?;
+    spin_until("the pickers", Duration::from_secs(10), || {
+        picker(&f, "model").is_some() && picker(&f, "brief").is_some()
+    })?;
+    let said = picker_says(&f, "model");
+    if !said.contains("Demo Mini") {
+        return Err(format!("the model picker says {said:?}"));
+    }
+    // Its tooltip starts with what its accessible name says.
+    let tip = picker(&f, "model")
+        .and_then(|w| w.tooltip_text())
+        .unwrap_or_default();
+    if !tip.starts_with("Model: Demo Mini") {
+        return Err(format!("the model picker tells {tip:?}"));
+    }
+    save_png(&f.win, "17-pickers")?;
+    choose(&f, "model", "Demo Large", Some("17-model-picker-open"))?;
+    spin_until("Demo Large shown", Duration::from_secs(5), || {
+        picker_says(&f, "model").contains("Demo Large")
+    })?;
+    // A refusal leaves the old value.
+    choose(&f, "model", "Demo Unavailable", None)?;
+    spin(Duration::from_millis(800));
+    if !picker_says(&f, "model").contains("Demo Large") {
+        return Err(format!(
+            "after a refusal the picker says {:?}",
+            picker_says(&f, "model")
+        ));
+    }
+    let brief = picker(&f, "brief")
+        .and_then(|w| w.downcast::<gtk::ToggleButton>().ok())
+        .ok_or("no brief toggle")?;
+    brief.set_active(true);
+    spin_until("brief on", Duration::from_secs(5), || {
+        f.core
+            .chat
+            .options("demo")
+            .iter()
+            .any(|o| o.id == "brief" && o.current_text() == "true")
+    })?;
+
+    // Two attachments: a file and a picture.
+    let composer = f.win.composer();
+    composer.add_file(notes.clone());
+    let texture = gtk::gdk::Texture::from_bytes(&glib::Bytes::from_static(include_bytes!(
+        "../data/icons/hicolor/scalable/apps/io.github.parley.Parley.svg"
+    )))
+    .map_err(|e| e.to_string())?;
+    composer.add_image(&texture);
+    // An @-mention becomes a third.
+    let mentions = composer.mentions().ok_or("no mention completion")?;
+    composer.text_view().buffer().set_text("Read @ctrl");
+    spin_until("the file completion", Duration::from_secs(5), || {
+        mentions.shown() == ["src/controls.rs"]
+    })?;
+    save_png(&f.win, "17-mention-completion")?;
+    mentions.key(gtk::gdk::Key::Tab);
+    let buffer = composer.text_view().buffer();
+    let typed = buffer.text(&buffer.start_iter(), &buffer.end_iter(), false);
+    if typed != "Read @src/controls.rs " || composer.pending().len() != 3 {
+        return Err(format!(
+            "after the mention: {typed:?}, {} attachments",
+            composer.pending().len()
+        ));
+    }
+    save_png(&f.win, "17-composer-attachments")?;
+    let chips = descendants::<gtk::Button>(composer.upcast_ref())
+        .into_iter()
+        .filter(|b| {
+            b.tooltip_text()
+                .is_some_and(|t| t.starts_with("Remove attachment"))
+        })
+        .count();
+    if chips != 3 {
+        return Err(format!("{chips} removable chips"));
+    }
+    buffer.set_text("received");
+    composer.send_button().emit_clicked();
+    spin_until("the answer", Duration::from_secs(10), || {
+        conversation_texts(&f)
+            .iter()
+            .any(|t| t.contains("blocks: text | resource"))
+    })?;
+    let answer = conversation_texts(&f)
+        .into_iter()
+        .find(|t| t.contains("blocks:"))
+        .unwrap_or_default();
+    for want in [
+        "resource file:///",
+        "image image/png",
+        "resource_link controls.rs",
+        r#""model":"demo-large""#,
+    ] {
+        if !answer.contains(want) {
+            return Err(format!("{want} not in {answer:?}"));
+        }
+    }
+    if !composer.pending().is_empty() {
+        return Err("the chips stayed after sending".into());
+    }
+    spin(Duration::from_millis(300));
+    save_png(&f.win, "17-sent-attachments")?;
+    close(f);
+    Ok(())
+}
+
+/// claude-agent-acp's own pickers in the window, and Sonnet chosen.
+fn claude_pickers(app: &adw::Application) -> Result<(), String> {
+    let Some(dir) = std::env::var_os("PARLEY_TEST_AGENTS") else {
+        println!("    SKIPPED: PARLEY_TEST_AGENTS is not set (build-aux/install-test-agents.sh)");
+        return Ok(());
+    };
+    let bin = PathBuf::from(dir).join("claude/node_modules/.bin/claude-agent-acp");
+    if !bin.exists() {
+        println!("    SKIPPED: claude-agent-acp is not installed");
+        return Ok(());
+    }
+    let home = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let config = serde_json::json!({"agents": [{"name": "demo", "title": "Claude", "command": bin.display().to_string(),
+        "cwd": home.path().display().to_string(),
+        // Claude Code runs as root only when told it is in a sandbox.
+        "env": {"HOME": home.path().display().to_string(), "ANTHROPIC_API_KEY": "", "IS_SANDBOX": "1"}}]});
+    let f = open_window(app, &config.to_string())?;
+    select_demo(&f)?;
+    parley::ui::runtime::runtime()
+        .block_on(f.core.supervisor.start("demo"))
+        .map_err(|e| e.to_string())?;
+    spin_until("claude's pickers", Duration::from_secs(30), || {
+        picker(&f, "mode").is_some() && picker(&f, "model").is_some() && picker(&f, "effort").is_some()
+    })?;
+    choose(&f, "model", "Sonnet", Some("17-claude-model-picker"))?;
+    spin_until("Sonnet shown", Duration::from_secs(20), || {
+        picker_says(&f, "model").contains("Sonnet")
+    })?;
+    save_png(&f.win, "17-claude-pickers")?;
+    close(f);
+    Ok(())
+}
+
 /// A `command` notification channel runs its command with the event as JSON
 /// on stdin (desktop channels only notify while the window is unfocused).
 fn command_channel_gets_the_event(app: &adw::Application) -> Result<(), String> {
@@ -1571,6 +1773,8 @@ fn main() {
             custom_colours_have_enough_contrast,
         ),
         ("ui::slash_command_completion", slash_command_completion),
+        ("ui::pickers_and_attachments", pickers_and_attachments),
+        ("ui::claude_pickers", claude_pickers),
         ("ui::german_from_the_configuration", german_from_the_configuration),
         (
             "ui::command_channel_gets_the_event",

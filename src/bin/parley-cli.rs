@@ -17,6 +17,7 @@ Usage:
   parley-cli validate FILE
   parley-cli schema
   parley-cli send AGENT TEXT [--config FILE] [--permission allow|reject|cancel]
+                  [--mode MODE] [--model MODEL] [--option ID=VALUE]... [--attach FILE]...
   parley-cli serve [--config FILE]
   parley-cli auth AGENT [METHOD] [--config FILE]
 ";
@@ -103,27 +104,83 @@ fn validate(file: &str) -> ExitCode {
 }
 
 /// `--config FILE` and `--permission X` among the arguments; the rest in order.
-fn options(args: &[String]) -> Result<(Vec<String>, Option<PathBuf>, String), String> {
-    let mut rest = Vec::new();
-    let mut config = None;
-    let mut permission = "cancel".to_string();
+/// The command line after the command: the words left, and the options.
+struct Opts {
+    rest: Vec<String>,
+    config: Option<PathBuf>,
+    permission: String,
+    /// `--mode`, `--model` and `--option`: (option id or category, value).
+    settings: Vec<(String, String)>,
+    attach: Vec<PathBuf>,
+}
+
+fn options(args: &[String]) -> Result<Opts, String> {
+    let mut o = Opts {
+        rest: Vec::new(),
+        config: None,
+        permission: "cancel".to_string(),
+        settings: Vec::new(),
+        attach: Vec::new(),
+    };
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--config" => config = Some(PathBuf::from(it.next().ok_or("--config needs a file")?)),
+            "--config" => o.config = Some(PathBuf::from(it.next().ok_or("--config needs a file")?)),
             "--permission" => {
-                permission = it
+                o.permission = it
                     .next()
                     .ok_or("--permission needs allow, reject or cancel")?
                     .clone();
-                if !matches!(permission.as_str(), "allow" | "reject" | "cancel") {
-                    return Err(format!("--permission {permission}: use allow, reject or cancel"));
+                if !matches!(o.permission.as_str(), "allow" | "reject" | "cancel") {
+                    return Err(format!(
+                        "--permission {}: use allow, reject or cancel",
+                        o.permission
+                    ));
                 }
             }
-            _ => rest.push(a.clone()),
+            "--mode" | "--model" => {
+                let value = it.next().ok_or(format!("{a} needs a value"))?;
+                o.settings
+                    .push((a.trim_start_matches("--").to_owned(), value.clone()));
+            }
+            "--option" => {
+                let pair = it.next().ok_or("--option needs ID=VALUE")?;
+                let (id, value) = pair
+                    .split_once('=')
+                    .ok_or(format!("--option {pair}: write ID=VALUE"))?;
+                o.settings.push((id.to_owned(), value.to_owned()));
+            }
+            "--attach" => o
+                .attach
+                .push(PathBuf::from(it.next().ok_or("--attach needs a file")?)),
+            _ => o.rest.push(a.clone()),
         }
     }
-    Ok((rest, config, permission))
+    Ok(o)
+}
+
+/// Sets `--mode`, `--model` and `--option` on the agent's session before
+/// the message goes (opening the session first).
+async fn apply_settings(core: &Core, agent: &str, settings: &[(String, String)]) -> Result<(), String> {
+    use parley::core::chat::controls::{self, OptionValue};
+    if settings.is_empty() {
+        return Ok(());
+    }
+    let options = core.chat.prepare(agent).await?;
+    for (key, raw) in settings {
+        let option = controls::find(&options, key)
+            .ok_or_else(|| gettext_f("the agent offers no option {option}", &[("option", key)]))?;
+        let value = match option.value {
+            OptionValue::Boolean { .. } => match raw.as_str() {
+                "true" | "on" | "yes" => Value::Bool(true),
+                "false" | "off" | "no" => Value::Bool(false),
+                _ => return Err(gettext_f("{option}: write true or false", &[("option", key)])),
+            },
+            OptionValue::Select { .. } => Value::String(raw.clone()),
+        };
+        core.chat.set_option(agent, &option.id, value).await?;
+    }
+    Ok(())
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -148,7 +205,13 @@ fn print_event(out: &Out, e: &Event, flush: bool) {
 }
 
 fn send(args: &[String]) -> ExitCode {
-    let (rest, config, permission) = match options(args) {
+    let Opts {
+        rest,
+        config,
+        permission,
+        settings,
+        attach,
+    } = match options(args) {
         Ok(o) => o,
         Err(e) => {
             eprintln!("parley-cli: {e}");
@@ -179,7 +242,16 @@ fn send(args: &[String]) -> ExitCode {
             agent.clone(),
             permission,
         ));
-        if let Err(e) = core.chat.send(agent, text) {
+        if let Err(e) = apply_settings(&core, agent, &settings).await {
+            eprintln!("parley-cli: {e}");
+            core.shutdown().await;
+            return 1;
+        }
+        let attachments = attach
+            .into_iter()
+            .map(parley::core::chat::AttachmentInput::File)
+            .collect();
+        if let Err(e) = core.chat.send_with(agent, text, attachments) {
             eprintln!("parley-cli: {e}");
             core.shutdown().await;
             return 1;
@@ -239,8 +311,12 @@ async fn print_until_idle(core: Core, rx: EventReceiver, out: Out, agent: String
 }
 
 fn serve(args: &[String]) -> ExitCode {
-    let (rest, config, _) = match options(args) {
-        Ok(o) => o,
+    let (rest, config) = match options(args) {
+        Ok(o) if o.settings.is_empty() && o.attach.is_empty() => (o.rest, o.config),
+        Ok(_) => {
+            eprintln!("parley-cli: --mode, --model, --option and --attach go with send");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("parley-cli: {e}");
             return ExitCode::from(2);
@@ -355,8 +431,12 @@ fn serve(args: &[String]) -> ExitCode {
 /// the method's order, never from the arguments; a terminal method's
 /// command runs on a terminal whose input and output are this program's.
 fn auth(args: &[String]) -> ExitCode {
-    let (rest, config, _) = match options(args) {
-        Ok(o) => o,
+    let (rest, config) = match options(args) {
+        Ok(o) if o.settings.is_empty() && o.attach.is_empty() => (o.rest, o.config),
+        Ok(_) => {
+            eprintln!("parley-cli: --mode, --model, --option and --attach go with send");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("parley-cli: {e}");
             return ExitCode::from(2);

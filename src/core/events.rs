@@ -6,6 +6,7 @@
 use serde::Serialize;
 
 pub use crate::core::auth::AuthStatus;
+use crate::core::chat::controls::SessionOption;
 use crate::core::chat::message::{Message, Part, PartKind, PermissionOption, ToolCall, Usage};
 use crate::core::config::Problem;
 use crate::core::supervisor::lifecycle::AgentState;
@@ -48,6 +49,7 @@ events! {
     AuthChanged(AuthStatus) = "auth:changed",
     TerminalOutput(TerminalOutput) = "terminal:output",
     TerminalExited(TerminalExited) = "terminal:exited",
+    SessionChanged(SessionChanged) = "session:changed",
 }
 
 impl Event {
@@ -67,6 +69,7 @@ impl Event {
             Event::AuthChanged(e) => Some(&e.agent),
             Event::TerminalOutput(e) => Some(&e.agent),
             Event::TerminalExited(e) => Some(&e.agent),
+            Event::SessionChanged(e) => Some(&e.agent),
         }
     }
 }
@@ -188,6 +191,16 @@ pub fn emit(tx: &EventSender, event: Event) {
     let _ = tx.try_send(event);
 }
 
+/// `session:changed`: the session's title (from `session_info_update`) or
+/// its options (the pickers) changed. Carries both, whole.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SessionChanged {
+    pub agent: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub options: Vec<SessionOption>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,10 +213,10 @@ mod tests {
         });
         let wire = serde_json::to_value(&e).expect("json");
         assert_eq!(wire["event"], e.name());
-        assert_eq!(Event::NAMES.len(), 13);
+        assert_eq!(Event::NAMES.len(), 14);
         let mut names = Event::NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 13, "distinct");
+        assert_eq!(names.len(), 14, "distinct");
     }
 }

@@ -8,5 +8,6 @@ pub mod auth;
 pub mod chat;
 pub mod config;
 pub mod events;
+pub mod files;
 pub mod services;
 pub mod supervisor;

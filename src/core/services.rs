@@ -126,6 +126,8 @@ pub struct Core {
     /// Sign-ins under way, by agent: send to give one up (taken by the
     /// Cancel; the entry stays until the sign-in is over).
     sign_ins: Arc<Mutex<HashMap<String, Option<tokio::sync::oneshot::Sender<()>>>>>,
+    /// The files under the agents' working directories, for @-mentions.
+    files: Arc<crate::core::files::FileIndexes>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -164,6 +166,7 @@ impl Core {
             events: tx,
             runtime: tokio::runtime::Handle::current(),
             sign_ins: Arc::default(),
+            files: Arc::default(),
         };
         core.supervisor.set_scope(&path.display().to_string());
         core.load(bytes, false);
@@ -196,6 +199,7 @@ impl Core {
         if let Some(config) = v.config {
             st.applied = config.clone();
             drop(st);
+            self.supervisor.set_global_mcp_servers(config.mcp_servers.clone());
             self.supervisor
                 .apply_config(&config.agents, config.limits.clone());
         } else {
@@ -354,6 +358,21 @@ impl Core {
         self.chat.conversation(agent)
     }
 
+    /// `ChatService.FindFiles`: files under the agent's working directory
+    /// that fuzzily match `query`, best first, relative to it (the
+    /// directory is walked off the async threads, and kept for 30 s).
+    pub async fn find_files(&self, agent: &str, query: &str, limit: usize) -> Result<Vec<String>, String> {
+        let root = self
+            .supervisor
+            .working_dir(agent)
+            .ok_or_else(|| gettext_f("unknown agent: {name}", &[("name", agent)]))?;
+        let files = self.files.clone();
+        let query = query.to_owned();
+        tokio::task::spawn_blocking(move || files.get(&root).search(&query, limit.clamp(1, 200)))
+            .await
+            .map_err(|e| e.to_string())
+    }
+
     /// Calls a service method by its spec name (`AgentService.Start`, …),
     /// as `parley-cli serve` does.
     pub async fn call(&self, method: &str, params: &[Value]) -> Result<Value, String> {
@@ -386,7 +405,38 @@ impl Core {
                 .map(|_| Value::Null)
                 .map_err(String::from),
             "AgentService.Logs" => to(serde_json::to_value(self.supervisor.logs(&s(0)?)?)),
-            "ChatService.Send" => Ok(self.chat.send(&s(0)?, &s(1)?).map(Value::String)?),
+            "ChatService.Send" => {
+                let attachments = attachment_inputs(params.get(2))?;
+                Ok(self
+                    .chat
+                    .send_with(&s(0)?, &s(1)?, attachments)
+                    .map(Value::String)?)
+            }
+            "ChatService.Prepare" => to(serde_json::to_value(self.chat.prepare(&s(0)?).await?)),
+            "ChatService.Options" => {
+                let agent = s(0)?;
+                self.chat.conversation(&agent)?;
+                to(serde_json::to_value(self.chat.options(&agent)))
+            }
+            "ChatService.SetOption" => {
+                let value = match params.get(2) {
+                    Some(v @ (Value::String(_) | Value::Bool(_))) => v.clone(),
+                    _ => {
+                        return Err(gettext(
+                            "ChatService.SetOption: argument 3 must be a string or a boolean",
+                        ))
+                    }
+                };
+                to(serde_json::to_value(
+                    self.chat.set_option(&s(0)?, &s(1)?, value).await?,
+                ))
+            }
+            "ChatService.FindFiles" => {
+                let limit = params.get(2).and_then(Value::as_u64).unwrap_or(20) as usize;
+                to(serde_json::to_value(
+                    self.find_files(&s(0)?, &s(1)?, limit).await?,
+                ))
+            }
             "ChatService.Cancel" => Ok(self.chat.cancel(&s(0)?).map(|_| Value::Null)?),
             "ChatService.AnswerPermission" => {
                 Ok(self.chat.answer_permission(&s(0)?, &s(1)?).map(|_| Value::Null)?)
@@ -415,6 +465,36 @@ impl Core {
             _ => Err(gettext_f("unknown method: {method}", &[("method", method)])),
         }
     }
+}
+
+/// `ChatService.Send`'s third argument: a list of file paths, or of
+/// `{"name", "mimeType", "data"}` objects (an image, base64).
+fn attachment_inputs(v: Option<&Value>) -> Result<Vec<crate::core::chat::AttachmentInput>, String> {
+    use crate::core::chat::AttachmentInput;
+    use base64::Engine;
+    let bad = || gettext("ChatService.Send: argument 3 must be a list of file paths or images");
+    let list = match v {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(_) => return Err(bad()),
+    };
+    list.iter()
+        .map(|item| match item {
+            Value::String(path) => Ok(AttachmentInput::File(path.into())),
+            Value::Object(o) => {
+                let text = |k: &str| o.get(k).and_then(Value::as_str).map(str::to_owned);
+                let data = text("data")
+                    .and_then(|d| base64::engine::general_purpose::STANDARD.decode(d).ok())
+                    .ok_or_else(bad)?;
+                Ok(AttachmentInput::Image {
+                    name: text("name").unwrap_or_else(|| "image".to_owned()),
+                    mime_type: text("mimeType").ok_or_else(bad)?,
+                    data,
+                })
+            }
+            _ => Err(bad()),
+        })
+        .collect()
 }
 
 /// `AuthService.SignIn`'s third argument: an object of names to values

@@ -22,6 +22,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::oneshot;
 
 mod auth;
+mod controls;
 mod hostile_fs;
 mod hostile_text;
 mod terminals;
@@ -60,6 +61,12 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
                        _meta form; session/new fails until a terminal
                        sign-in left .parley-demo-signed-in in the cwd
   early-updates        send a session update before answering session/new
+  legacy-modes         offer the legacy modes and models (session/set_mode,
+                       session/set_model), not config options
+  no-options           offer no session options at all
+  images, embedded     take image content / embedded resources in prompts
+  mcp-http, mcp-sse    take MCP servers over http / sse (stdio always)
+  additional-dirs      take additionalDirectories in session/new
   close-stdout         close stdout after answering initialize, keep running
 
 Prompt keywords (the prompt's first word):
@@ -86,6 +93,13 @@ Prompt keywords (the prompt's first word):
   fs-read-len PATH [LINE [LIMIT]]
                        ask Parley to read PATH; show only the answer's size
   usage USED SIZE      report context usage
+  cost AMOUNT          report usage with a cost in USD
+  session-info TITLE   title the session (session_info_update)
+  switch-mode MODE     change its own mode (config_option_update)
+  received             tell the MCP servers, additional directories and
+                       option values the session got, and the last
+                       prompt's content blocks
+The model option's value demo-unavailable is always refused.
   late                 send a chunk after answering session/prompt
   unknown-update       send a session update of an unknown kind
   stderr K             write K lines on stderr
@@ -126,6 +140,9 @@ struct Agent {
     deaf: AtomicBool,
     /// `auth-agent`: `authenticate` succeeded (and no `logout` since).
     signed_in: AtomicBool,
+    /// The client advertised `session.configOptions.boolean`.
+    boolean_options: AtomicBool,
+    recorded: Mutex<controls::Recorded>,
 }
 
 impl Agent {
@@ -249,6 +266,8 @@ async fn run(args: Vec<String>) {
         cwd: Mutex::new(String::new()),
         deaf: AtomicBool::new(false),
         signed_in: AtomicBool::new(false),
+        boolean_options: AtomicBool::new(false),
+        recorded: Mutex::new(controls::Recorded::default()),
     });
     if let Some(k) = agent.mode("stderr").and_then(|k| k.parse::<usize>().ok()) {
         for i in 1..=k {
@@ -369,7 +388,9 @@ async fn handle(agent: Arc<Agent>, msg: Value) {
             agent.respond(&id, json!({}));
         }
         (Some("session/new"), Some(id)) => new_session(&agent, &id, params).await,
-        (Some("session/set_mode"), Some(id)) => agent.respond(&id, json!({})),
+        (Some("session/set_mode"), Some(id)) => controls::set_legacy(&agent, &id, &params, false),
+        (Some("session/set_model"), Some(id)) => controls::set_legacy(&agent, &id, &params, true),
+        (Some("session/set_config_option"), Some(id)) => controls::set_config_option(&agent, &id, &params),
         (Some("session/prompt"), Some(id)) => {
             tokio::spawn(async move { prompt(agent, id, params).await });
         }
@@ -390,6 +411,10 @@ async fn handle(agent: Arc<Agent>, msg: Value) {
 }
 
 async fn initialize(agent: &Agent, id: &Value, params: Value) {
+    let boolean = params
+        .pointer("/clientCapabilities/session/configOptions/boolean")
+        .is_some_and(Value::is_object);
+    agent.boolean_options.store(boolean, Ordering::Relaxed);
     match serde_json::from_value::<acp::InitializeRequest>(params) {
         Ok(req) => eprintln!(
             "demo: initialize from {:?}, protocol {}",
@@ -416,11 +441,13 @@ async fn initialize(agent: &Agent, id: &Value, params: Value) {
         let _ = out.flush();
     }
     let version = if agent.mode("protocol-2").is_some() { 2 } else { 1 };
+    let (prompt_caps, mcp_caps, session_caps) = controls::capabilities(agent);
     agent.respond(
         id,
         json!({
             "protocolVersion": version,
-            "agentCapabilities": {"loadSession": false, "promptCapabilities": {"image": false, "audio": false, "embeddedContext": false},
+            "agentCapabilities": {"loadSession": false, "promptCapabilities": prompt_caps,
+                "mcpCapabilities": mcp_caps, "sessionCapabilities": session_caps,
                 "auth": if agent.mode("auth-agent").is_some() { json!({"logout": {}}) } else { json!({}) }},
             "authMethods": auth::methods(agent),
             "agentInfo": {"name": "parley-demo-agent", "title": "Demo Agent", "version": env!("CARGO_PKG_VERSION")}
@@ -439,6 +466,7 @@ async fn initialize(agent: &Agent, id: &Value, params: Value) {
 }
 
 async fn new_session(agent: &Agent, id: &Value, params: Value) {
+    controls::record_session(agent, &params);
     let req: acp::NewSessionRequest = match serde_json::from_value(params) {
         Ok(r) => r,
         Err(e) => return agent.respond_error(id, -32602, &format!("invalid session/new params: {e}")),
@@ -472,7 +500,9 @@ async fn new_session(agent: &Agent, id: &Value, params: Value) {
     if agent.mode("early-updates").is_some() {
         agent.chunk(&sid, "agent_message_chunk", "(sent before session/new answered) ");
     }
-    agent.respond(id, json!({"sessionId": sid}));
+    let mut answer = controls::session_state(agent);
+    answer["sessionId"] = json!(sid);
+    agent.respond(id, answer);
 }
 
 fn words(text: &str) -> Vec<&str> {
@@ -480,6 +510,9 @@ fn words(text: &str) -> Vec<&str> {
 }
 
 async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
+    if let Some(blocks) = params.get("prompt").and_then(Value::as_array) {
+        controls::record_blocks(&agent, blocks);
+    }
     let req: acp::PromptRequest = match serde_json::from_value(params) {
         Ok(r) => r,
         Err(e) => return agent.respond_error(&id, -32602, &format!("invalid session/prompt params: {e}")),
@@ -666,6 +699,45 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
                     .await
             };
             agent.chunk(&sid, "agent_message_chunk", &format!("{first} result: {result}"));
+            "end_turn".to_string()
+        }
+        "received" => {
+            agent.chunk(&sid, "agent_message_chunk", &controls::received(&agent));
+            "end_turn".to_string()
+        }
+        "session-info" => {
+            let title = w.get(1..).map(|r| r.join(" ")).unwrap_or_default();
+            agent.update(
+                &sid,
+                json!({"sessionUpdate": "session_info_update", "title": title}),
+            );
+            agent.chunk(&sid, "agent_message_chunk", "Titled.");
+            "end_turn".to_string()
+        }
+        "cost" => {
+            let amount = w.get(1).and_then(|a| a.parse::<f64>().ok()).unwrap_or(0.5);
+            agent.update(
+                &sid,
+                json!({"sessionUpdate": "usage_update", "used": 5000, "size": 200000,
+                    "cost": {"amount": amount, "currency": "USD"}}),
+            );
+            agent.chunk(&sid, "agent_message_chunk", "Costed.");
+            "end_turn".to_string()
+        }
+        "switch-mode" => {
+            // The agent changes its own mode: the pickers follow.
+            let mode = w.get(1).copied().unwrap_or("code");
+            agent
+                .recorded
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .values
+                .insert("mode".into(), json!(mode));
+            agent.update(
+                &sid,
+                json!({"sessionUpdate": "config_option_update", "configOptions": controls::config_options(&agent)}),
+            );
+            agent.chunk(&sid, "agent_message_chunk", "Switched.");
             "end_turn".to_string()
         }
         "usage" => {

@@ -486,7 +486,7 @@ fn parley_cli_auth_runs_a_terminal_method_on_its_own_terminal() {
 
 /// A real agent installed by build-aux/install-test-agents.sh, with a
 /// fresh HOME, or `None` (the test then skips, saying why).
-fn real_agent(
+pub(crate) fn real_agent(
     name: &str,
     dir: &str,
     bin: &str,
@@ -517,7 +517,7 @@ fn real_agent(
 }
 
 /// A Node.js agent's first start takes seconds: the spec's timings.
-fn real(agents: &[serde_json::Value]) -> Harness {
+pub(crate) fn real(agents: &[serde_json::Value]) -> Harness {
     Harness::with(
         &config_text(agents, 4, "0"),
         parley::core::supervisor::Timings::default(),

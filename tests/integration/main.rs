@@ -9,6 +9,7 @@ mod cli;
 mod common;
 mod config;
 mod config_hardening;
+mod controls;
 mod flatpak;
 mod fs_boundary;
 mod launch;

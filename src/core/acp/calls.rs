@@ -74,6 +74,12 @@ pub async fn initialize(conn: &Connection) -> Result<Initialized, CallError> {
                     .write_text_file(true))
                 .auth(auth)
                 .terminal(true)
+                .session(
+                    acp::ClientSessionCapabilities::new().config_options(
+                        acp::SessionConfigOptionsCapabilities::new()
+                            .boolean(acp::BooleanConfigOptionCapabilities::new()),
+                    ),
+                )
                 // The legacy form of the same, which claude-agent-acp reads.
                 .meta(serde_json::Map::from_iter([(
                     "terminal-auth".to_owned(),
@@ -131,28 +137,30 @@ pub async fn logout(conn: &Connection) -> Result<(), CallError> {
     Ok(())
 }
 
+/// `session/new`: the typed answer, and the raw one (its `modes`,
+/// `models` and `configOptions` are read from it: see `chat::controls`).
 pub async fn new_session(
     conn: &Connection,
     cwd: &Path,
+    additional_directories: Vec<std::path::PathBuf>,
     mcp_servers: Vec<acp::McpServer>,
-) -> Result<acp::NewSessionResponse, CallError> {
-    let request = acp::NewSessionRequest::new(cwd).mcp_servers(mcp_servers);
+) -> Result<(acp::NewSessionResponse, Value), CallError> {
+    let request = acp::NewSessionRequest::new(cwd)
+        .additional_directories(additional_directories)
+        .mcp_servers(mcp_servers);
     let answer = conn
         .request("session/new", to_params(&request))
         .await
         .map_err(map_auth)?;
-    decode("session/new", answer)
+    Ok((decode("session/new", answer.clone())?, answer))
 }
 
 pub async fn prompt(
     conn: &Connection,
     session_id: &acp::SessionId,
-    text: &str,
+    blocks: Vec<acp::ContentBlock>,
 ) -> Result<acp::PromptResponse, CallError> {
-    let request = acp::PromptRequest::new(
-        session_id.clone(),
-        vec![acp::ContentBlock::Text(acp::TextContent::new(text))],
-    );
+    let request = acp::PromptRequest::new(session_id.clone(), blocks);
     let answer = conn
         .request("session/prompt", to_params(&request))
         .await
@@ -174,5 +182,34 @@ pub async fn set_mode(
 ) -> Result<(), CallError> {
     let request = acp::SetSessionModeRequest::new(session_id.clone(), mode_id.to_string());
     conn.request("session/set_mode", to_params(&request)).await?;
+    Ok(())
+}
+
+/// `session/set_config_option`: the agent's whole list after the change.
+pub async fn set_config_option(
+    conn: &Connection,
+    session_id: &acp::SessionId,
+    config_id: &str,
+    value: &Value,
+) -> Result<Value, CallError> {
+    let value = match value {
+        Value::Bool(b) => acp::SessionConfigOptionValue::boolean(*b),
+        other => acp::SessionConfigOptionValue::value_id(other.as_str().unwrap_or_default().to_owned()),
+    };
+    let request = acp::SetSessionConfigOptionRequest::new(session_id.clone(), config_id.to_owned(), value);
+    let answer = conn
+        .request("session/set_config_option", to_params(&request))
+        .await?;
+    Ok(answer.get("configOptions").cloned().unwrap_or(Value::Null))
+}
+
+/// `session/set_model`, of the legacy `models` (no longer in the schema).
+pub async fn set_model(
+    conn: &Connection,
+    session_id: &acp::SessionId,
+    model_id: &str,
+) -> Result<(), CallError> {
+    let request = serde_json::json!({"sessionId": session_id.to_string(), "modelId": model_id});
+    conn.request("session/set_model", request).await?;
     Ok(())
 }

@@ -39,6 +39,10 @@ pub enum MessageCode {
     AgentUnavailable,
     /// The agent was restarted: a new session, the beginning is forgotten.
     AgentRestarted,
+    /// Something of the configuration the agent's session could not take
+    /// (an MCP server's transport, a default value, additional
+    /// directories): said in the message's text.
+    SessionWarning,
 }
 
 impl Message {
@@ -72,10 +76,46 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Part {
-    Text { text: String },
-    Thought { text: String },
+    Text {
+        text: String,
+    },
+    Thought {
+        text: String,
+    },
     Tool(ToolCall),
-    Plan { entries: Vec<PlanEntry> },
+    Plan {
+        entries: Vec<PlanEntry>,
+    },
+    /// A file or image the user attached to a message.
+    Attachment(Attachment),
+}
+
+/// How an attachment went to the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AttachmentKind {
+    /// A `resource_link`: the agent reads the file itself.
+    Link,
+    /// An embedded `resource`: the file's text went with the prompt.
+    Embedded,
+    /// `image` content.
+    Image,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attachment {
+    /// The file name shown.
+    pub name: String,
+    /// A `file://` URI (or a made-up one for a pasted image).
+    pub uri: String,
+    pub mime_type: String,
+    pub size: u64,
+    pub sent_as: AttachmentKind,
+    /// What goes to the agent: a file's text or an image's bytes. Shared,
+    /// as messages are cloned into every event.
+    #[serde(skip)]
+    pub content: Option<std::sync::Arc<[u8]>>,
 }
 
 /// The spec's part kinds (`message:delta`'s `kind`), with its names.
@@ -86,6 +126,7 @@ pub enum PartKind {
     Thought,
     Tool,
     Plan,
+    Attachment,
 }
 
 impl Part {
@@ -95,6 +136,7 @@ impl Part {
             Part::Thought { .. } => PartKind::Thought,
             Part::Tool(_) => PartKind::Tool,
             Part::Plan { .. } => PartKind::Plan,
+            Part::Attachment(_) => PartKind::Attachment,
         }
     }
 }
@@ -177,10 +219,20 @@ impl PermissionOption {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Default)]
+#[derive(Debug, Clone, PartialEq, Serialize, Default)]
 pub struct Usage {
     pub used: u64,
     pub size: u64,
+    /// The session's cost so far, where the agent tells it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cost {
+    pub amount: f64,
+    /// An ISO 4217 code, e.g. "USD".
+    pub currency: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

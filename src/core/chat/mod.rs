@@ -2,10 +2,15 @@
 //! [`Chat`]; session updates arrive through [`AgentClient`] in the order the
 //! agent sent them.
 
+mod attachments;
 mod client;
+pub mod controls;
 pub mod message;
 mod permissions;
+mod session;
 mod updates;
+
+pub use attachments::{check_file, AttachmentInput, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES};
 
 use client::ChatClient;
 use permissions::permission_outcome;
@@ -55,6 +60,10 @@ struct Conv {
     /// User messages the agent refused for want of a sign-in, oldest
     /// first: they are sent again once a sign-in succeeds.
     awaiting_sign_in: Vec<String>,
+    /// The session's pickers (config options, legacy modes and models).
+    options: Vec<controls::SessionOption>,
+    /// The session's title, from `session_info_update`.
+    title: Option<String>,
 }
 
 impl Conv {
@@ -72,6 +81,17 @@ pub enum ChatError {
     UnknownAgent(String),
     NoSuchPermission(String),
     NoSuchOption(String, String),
+    /// The session has no option of this id.
+    NoSuchControl(String),
+    /// The option does not offer this value.
+    NotOffered(String, String),
+    /// The agent refused a change: its words.
+    Refused(String),
+    /// The agent could not be started or its session opened.
+    Unavailable(String),
+    /// An attachment was refused: why.
+    Attachment(String),
+    TooManyAttachments,
 }
 
 impl ChatError {
@@ -84,6 +104,18 @@ impl ChatError {
             ChatError::NoSuchOption(id, option) => gettext_f(
                 "the request {id} has no option {option}",
                 &[("id", id), ("option", option)],
+            ),
+            ChatError::NoSuchControl(id) => gettext_f("the session has no option {id}", &[("id", id)]),
+            ChatError::NotOffered(id, value) => gettext_f(
+                "the option {id} does not offer {value}",
+                &[("id", id), ("value", value)],
+            ),
+            ChatError::Refused(why) => gettext_f("the agent refused: {why}", &[("why", why)]),
+            ChatError::Unavailable(why) => why.clone(),
+            ChatError::Attachment(why) => why.clone(),
+            ChatError::TooManyAttachments => gettext_f(
+                "at most {count} attachments go with one message",
+                &[("count", &attachments::MAX_ATTACHMENTS.to_string())],
             ),
         }
     }
@@ -98,16 +130,23 @@ impl From<ChatError> for String {
 /// `ChatService.Conversation`.
 #[derive(Debug, Clone, Serialize)]
 pub struct Conversation {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     pub messages: Vec<Message>,
     pub busy: bool,
     pub queued: usize,
     pub usage: Usage,
     pub commands: Vec<Command>,
     pub permissions: Vec<PermissionRequest>,
+    /// The session's options (the pickers by the composer).
+    pub options: Vec<controls::SessionOption>,
 }
 
 struct ChatInner {
     convs: Mutex<HashMap<String, Conv>>,
+    /// One session is opened at a time per agent (a turn and the window's
+    /// pickers may both ask for it).
+    openers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     events: EventSender,
     supervisor: Supervisor,
     next_id: AtomicU64,
@@ -135,6 +174,7 @@ impl Chat {
         let chat = Chat {
             inner: Arc::new(ChatInner {
                 convs: Mutex::new(HashMap::new()),
+                openers: Mutex::new(HashMap::new()),
                 events,
                 supervisor: supervisor.clone(),
                 next_id: AtomicU64::new(1),
@@ -169,17 +209,44 @@ impl Chat {
 
     /// `Send(agent, text)`: the new user message's id.
     pub fn send(&self, agent: &str, text: &str) -> Result<String, ChatError> {
-        if text.trim().is_empty() {
+        self.send_with(agent, text, Vec::new())
+    }
+
+    /// `Send(agent, text, attachments)`: files and images go with the text
+    /// (either may be empty, not both).
+    pub fn send_with(
+        &self,
+        agent: &str,
+        text: &str,
+        attachments: Vec<AttachmentInput>,
+    ) -> Result<String, ChatError> {
+        if text.trim().is_empty() && attachments.is_empty() {
             return Err(ChatError::EmptyText);
         }
         if self.inner.supervisor.definition(agent).is_none() {
             return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
+        if attachments.len() > attachments::MAX_ATTACHMENTS {
+            return Err(ChatError::TooManyAttachments);
+        }
+        let caps = self
+            .inner
+            .supervisor
+            .capabilities(agent)
+            .map(|c| c.prompt_capabilities);
+        let mut parts = Vec::new();
+        if !text.trim().is_empty() {
+            parts.push(Part::Text {
+                text: text.to_owned(),
+            });
+        }
+        for a in attachments {
+            let a = attachments::prepare(a, caps.as_ref()).map_err(ChatError::Attachment)?;
+            parts.push(Part::Attachment(a));
+        }
         let id = self.next_id("m");
         let mut message = Message::new(id.clone(), agent, Role::User);
-        message.parts.push(Part::Text {
-            text: text.to_owned(),
-        });
+        message.parts = parts;
         let start = {
             let mut convs = lock(&self.inner.convs);
             let c = convs.entry(agent.to_owned()).or_default();
@@ -197,18 +264,16 @@ impl Chat {
         if start {
             let this = self.clone();
             let agent = agent.to_owned();
-            let text = text.to_owned();
             let first = id.clone();
-            tokio::spawn(async move { this.run_turns(agent, first, text).await });
+            tokio::spawn(async move { this.run_turns(agent, first).await });
         }
         Ok(id)
     }
 
-    async fn run_turns(&self, agent: String, first_id: String, first: String) {
+    async fn run_turns(&self, agent: String, first_id: String) {
         let mut id = first_id;
-        let mut text = first;
         loop {
-            self.one_turn(&agent, &id, &text).await;
+            self.one_turn(&agent, &id).await;
             let mut convs = lock(&self.inner.convs);
             let Some(c) = convs.get_mut(&agent) else { return };
             match c.queue.pop_front() {
@@ -218,7 +283,6 @@ impl Chat {
                     if let Some(i) = c.messages.iter().rposition(|m| m.id == id) {
                         let mut m = c.messages.remove(i);
                         m.queued = false;
-                        text = m.text();
                         c.messages.push(m.clone());
                         self.emit_message(&m);
                     }
@@ -243,7 +307,7 @@ impl Chat {
         self.emit_message(&m);
     }
 
-    async fn one_turn(&self, agent: &str, id: &str, text: &str) {
+    async fn one_turn(&self, agent: &str, id: &str) {
         let sup = &self.inner.supervisor;
         if let Err(e) = sup.start(agent).await {
             self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
@@ -261,7 +325,7 @@ impl Chat {
             self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
             return;
         }
-        let end = self.prompt_turn(agent, text, &conn, generation).await;
+        let end = self.prompt_turn(agent, id, &conn, generation).await;
         sup.release(agent);
         match end {
             Some(TurnEnd::SignIn(why)) => {
@@ -350,51 +414,62 @@ impl Chat {
             };
             let mut m = c.messages.remove(i);
             m.queued = false;
-            let text = m.text();
             c.messages.push(m.clone());
             self.emit_message(&m);
             self.emit_turn(agent, c);
-            (first.clone(), text)
+            first.clone()
         };
         let this = self.clone();
         let agent = agent.to_owned();
-        tokio::spawn(async move { this.run_turns(agent, first.0, first.1).await });
+        tokio::spawn(async move { this.run_turns(agent, first).await });
     }
 
-    /// `None` when no agent message was started (the session failed).
+    /// `None` when no agent message was started (the session failed, or
+    /// the prompt could not be sent).
     async fn prompt_turn(
         &self,
         agent: &str,
-        text: &str,
+        id: &str,
         conn: &crate::core::acp::Connection,
         generation: u64,
     ) -> Option<TurnEnd> {
-        let session = {
+        {
             let mut convs = lock(&self.inner.convs);
             let c = convs.entry(agent.to_owned()).or_default();
             c.cancelling = false;
             c.rejections = 0;
-            match &c.session {
-                Some((sid, g)) if *g == generation => Some(sid.clone()),
-                _ => {
-                    c.opening_session = true;
-                    None
-                }
+        }
+        let (session, early) = match self.session_for(agent, conn, generation).await {
+            Ok(s) => {
+                self.signed_in_after_all(agent);
+                s
+            }
+            Err(calls::CallError::AuthRequired(why)) => return Some(TurnEnd::SignIn(why)),
+            Err(e) => {
+                self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
+                return None;
             }
         };
-        let (session, early) = match session {
-            Some(s) => (s, Vec::new()),
-            None => match self.open_session(agent, conn, generation).await {
-                Ok(s) => {
-                    self.signed_in_after_all(agent);
-                    s
-                }
-                Err(calls::CallError::AuthRequired(why)) => return Some(TurnEnd::SignIn(why)),
-                Err(e) => {
-                    self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
-                    return None;
-                }
-            },
+        let caps = self
+            .inner
+            .supervisor
+            .capabilities(agent)
+            .map(|c| c.prompt_capabilities)
+            .unwrap_or_default();
+        let blocks = {
+            let convs = lock(&self.inner.convs);
+            let message = convs
+                .get(agent)
+                .and_then(|c| c.messages.iter().rev().find(|m| m.id == id));
+            message.map(|m| attachments::prompt_blocks(m, &caps))
+        };
+        let blocks = match blocks {
+            Some(Ok(blocks)) => blocks,
+            Some(Err(why)) => {
+                self.refuse_message(agent, id, why);
+                return None;
+            }
+            None => return None,
         };
         let mut m = Message::new(self.next_id("m"), agent, Role::Agent);
         m.done = false;
@@ -410,7 +485,7 @@ impl Chat {
         for (sid, update) in early {
             self.apply_update(agent, &sid, update);
         }
-        Some(match calls::prompt(conn, &session, text).await {
+        Some(match calls::prompt(conn, &session, blocks).await {
             Ok(r) => {
                 self.signed_in_after_all(agent);
                 TurnEnd::Stop(r.stop_reason)
@@ -429,49 +504,17 @@ impl Chat {
         })
     }
 
-    /// Opens the ACP session; returns it with the updates that arrived for
-    /// it before the answer, to apply once the turn's message exists.
-    async fn open_session(
-        &self,
-        agent: &str,
-        conn: &crate::core::acp::Connection,
-        generation: u64,
-    ) -> Result<(acp::SessionId, Vec<(String, acp::SessionUpdate)>), calls::CallError> {
-        let def = self.inner.supervisor.definition(agent);
-        let cwd = def.as_ref().map(|d| d.working_dir()).unwrap_or_default();
-        let mut servers = Vec::new();
-        for s in def.map(|d| d.mcp_servers).unwrap_or_default() {
-            match serde_json::from_value::<acp::McpServer>(s) {
-                Ok(s) => servers.push(s),
-                Err(e) => self
-                    .inner
-                    .supervisor
-                    .log(agent, format!("parley: an MCP server entry was left out: {e}")),
-            }
+    /// A user message that cannot go to this agent (an image to an agent
+    /// that takes none): it gets the reason as its error, and is not sent.
+    fn refuse_message(&self, agent: &str, id: &str, why: String) {
+        let m = lock(&self.inner.convs).get_mut(agent).and_then(|c| {
+            let m = c.messages.iter_mut().rev().find(|m| m.id == id)?;
+            m.error = Some(why);
+            Some(m.clone())
+        });
+        if let Some(m) = m {
+            self.emit_message(&m);
         }
-        let result = calls::new_session(conn, &cwd, servers).await;
-        let restarted = {
-            let mut convs = lock(&self.inner.convs);
-            let c = convs.entry(agent.to_owned()).or_default();
-            c.opening_session = false;
-            let early = std::mem::take(&mut c.early);
-            match result {
-                Err(e) => return Err(e),
-                Ok(r) => {
-                    let restarted = c.had_session;
-                    c.session = Some((r.session_id.clone(), generation));
-                    c.had_session = true;
-                    let sid = r.session_id.to_string();
-                    let early: Vec<_> = early.into_iter().filter(|(s, _)| *s == sid).collect();
-                    (restarted, r.session_id, early)
-                }
-            }
-        };
-        let (restarted, sid, early) = restarted;
-        if restarted {
-            self.system_message(agent, MessageCode::AgentRestarted, None);
-        }
-        Ok((sid, early))
     }
 
     fn finish_current(&self, agent: &str, end: TurnEnd) {
@@ -568,20 +611,24 @@ impl Chat {
         let convs = lock(&self.inner.convs);
         Ok(match convs.get(agent) {
             None => Conversation {
+                title: None,
                 messages: Vec::new(),
                 busy: false,
                 queued: 0,
                 usage: Usage::default(),
                 commands: Vec::new(),
                 permissions: Vec::new(),
+                options: Vec::new(),
             },
             Some(c) => Conversation {
+                title: c.title.clone(),
                 messages: c.messages.clone(),
                 busy: c.busy,
                 queued: c.queued_count(),
-                usage: c.usage,
+                usage: c.usage.clone(),
                 commands: c.commands.clone(),
                 permissions: c.permissions.iter().map(|p| p.request.clone()).collect(),
+                options: c.options.clone(),
             },
         })
     }
@@ -642,6 +689,11 @@ impl Chat {
             let mut convs = lock(&self.inner.convs);
             let Some(c) = convs.get_mut(agent) else { return };
             c.session = None;
+            // The options were the session's: the next one brings its own.
+            if !c.options.is_empty() {
+                c.options.clear();
+                self.emit(c.session_changed(agent));
+            }
             c.permissions.drain(..).collect()
         };
         for p in pending {

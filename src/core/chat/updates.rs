@@ -5,15 +5,25 @@
 
 use agent_client_protocol_schema::v1 as acp;
 
-use super::message::{self, Command, Message, Part, PartKind, Role, ToolCall, Usage};
+use super::controls::{self, OptionSource};
+use super::message::{self, Command, Cost, Message, Part, PartKind, Role, ToolCall, Usage};
 use super::Conv;
-use crate::core::events::{Event, MessageDelta, UsageChanged};
+use crate::core::events::{Event, MessageDelta, SessionChanged, UsageChanged};
 
 // `next_id` (where new message ids come from) and `out` (where the events
 // go) are generic, not `dyn`: this runs for every chunk of every answer,
 // and the calls inline.
 
 impl Conv {
+    /// `session:changed`, with what the conversation now has.
+    pub(super) fn session_changed(&self, agent: &str) -> Event {
+        Event::SessionChanged(SessionChanged {
+            agent: agent.to_owned(),
+            title: self.title.clone(),
+            options: self.options.clone(),
+        })
+    }
+
     /// Applies one update of the conversation's session. Returns the kind
     /// of an update that is not shown (for the log), else `None`.
     #[inline]
@@ -30,11 +40,56 @@ impl Conv {
                 self.usage = Usage {
                     used: u.used,
                     size: u.size,
+                    cost: u.cost.filter(|c| c.amount.is_finite()).map(|c| Cost {
+                        amount: c.amount,
+                        currency: c
+                            .currency
+                            .chars()
+                            .filter(char::is_ascii_alphabetic)
+                            .take(8)
+                            .collect(),
+                    }),
                 };
                 out(Event::UsageChanged(UsageChanged {
                     agent: agent.to_owned(),
-                    usage: self.usage,
+                    usage: self.usage.clone(),
                 }));
+            }
+            U::ConfigOptionUpdate(u) => {
+                let list = serde_json::to_value(&u.config_options).unwrap_or_default();
+                controls::replace_config(&mut self.options, controls::config_options(&list));
+                out(self.session_changed(agent));
+            }
+            U::CurrentModeUpdate(u) => {
+                let mode = serde_json::Value::String(u.current_mode_id.to_string());
+                // The legacy mode picker, else a config option of that
+                // category that offers the same value.
+                let target = match self
+                    .options
+                    .iter()
+                    .position(|o| o.source == OptionSource::LegacyMode)
+                {
+                    Some(i) => Some(i),
+                    None => self
+                        .options
+                        .iter()
+                        .position(|o| o.category == "mode" && o.offers(&mode)),
+                };
+                if let Some(i) = target {
+                    self.options[i].set_current(&mode);
+                    out(self.session_changed(agent));
+                }
+            }
+            U::SessionInfoUpdate(u) => {
+                use agent_client_protocol_schema::MaybeUndefined as M;
+                match u.title {
+                    M::Value(t) => {
+                        self.title = Some(t.chars().filter(|c| !c.is_control()).take(200).collect())
+                    }
+                    M::Null => self.title = None,
+                    M::Undefined => return None,
+                }
+                out(self.session_changed(agent));
             }
             U::AvailableCommandsUpdate(u) => {
                 self.commands = u
@@ -430,7 +485,14 @@ mod tests {
                 plan("completed"),
             ],
         );
-        assert_eq!(c.usage, Usage { used: 10, size: 100 });
+        assert_eq!(
+            c.usage,
+            Usage {
+                used: 10,
+                size: 100,
+                cost: None
+            }
+        );
         assert!(events
             .iter()
             .any(|e| matches!(e, Event::UsageChanged(u) if u.usage.used == 10)));
@@ -446,6 +508,50 @@ mod tests {
     }
 
     #[test]
+    fn options_title_and_cost_follow_the_agent() {
+        let mut c = Conv {
+            options: super::super::controls::from_session_answer(&json!({
+                "modes": {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]}
+            })),
+            ..Conv::default()
+        };
+        let mut events = Vec::new();
+        let mut none = || String::new();
+        for u in [
+            json!({"sessionUpdate": "current_mode_update", "currentModeId": "code"}),
+            json!({"sessionUpdate": "session_info_update", "title": "Fix the\u{1b} build"}),
+            json!({"sessionUpdate": "usage_update", "used": 1, "size": 2, "cost": {"amount": 0.25, "currency": "USD"}}),
+            json!({"sessionUpdate": "config_option_update", "configOptions": [
+                {"id": "model", "name": "Model", "category": "model", "type": "select", "currentValue": "a",
+                 "options": [{"value": "a", "name": "A"}]}]}),
+        ] {
+            assert_eq!(c.apply("a", update(u), &mut none, &mut |e| events.push(e)), None);
+        }
+        assert_eq!(c.title.as_deref(), Some("Fix the build"));
+        assert_eq!(
+            c.usage.cost.as_ref().map(|c| (c.amount, c.currency.as_str())),
+            Some((0.25, "USD"))
+        );
+        // The config option joined the legacy mode, which kept its new value.
+        let ids: Vec<_> = c
+            .options
+            .iter()
+            .map(|o| (o.id.as_str(), o.current_text()))
+            .collect();
+        assert_eq!(ids, [("model", "a".to_owned()), ("mode", "code".to_owned())]);
+        let names: Vec<_> = events.iter().map(Event::name).collect();
+        assert_eq!(
+            names,
+            [
+                "session:changed",
+                "session:changed",
+                "usage:changed",
+                "session:changed"
+            ]
+        );
+    }
+
+    #[test]
     fn without_a_streamed_message_updates_start_one_and_unshown_kinds_are_named() {
         let mut c = Conv::default();
         apply(&mut c, vec![text("late")]);
@@ -455,10 +561,10 @@ mod tests {
         let mut none = || String::new();
         let unshown = c.apply(
             "a",
-            update(json!({"sessionUpdate": "current_mode_update", "currentModeId": "ask"})),
+            update(json!({"sessionUpdate": "plan_removed", "planId": "p1"})),
             &mut none,
             &mut |_| {},
         );
-        assert_eq!(unshown.as_deref(), Some("current_mode_update"));
+        assert_eq!(unshown.as_deref(), Some("plan_removed"));
     }
 }

@@ -15,6 +15,8 @@ pub struct Config {
     pub language: String,
     pub limits: Limits,
     pub agents: Vec<AgentDef>,
+    /// MCP servers for every agent.
+    pub mcp_servers: Vec<McpServerDef>,
     pub channels: Vec<Channel>,
 }
 
@@ -72,7 +74,10 @@ pub struct AgentDef {
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub cwd: String,
-    pub mcp_servers: Vec<Value>,
+    pub mcp_servers: Vec<McpServerDef>,
+    pub additional_directories: Vec<String>,
+    /// Session option values (by option id or category) for new sessions.
+    pub defaults: BTreeMap<String, Value>,
 }
 
 impl AgentDef {
@@ -87,16 +92,91 @@ impl AgentDef {
     /// The working directory: `~` expanded, relative paths below the home
     /// directory, the home directory when unset.
     pub fn working_dir(&self) -> PathBuf {
-        let home = home_dir();
-        let cwd = self.cwd.trim();
-        if cwd.is_empty() || cwd == "~" {
-            home
-        } else if let Some(rest) = cwd.strip_prefix("~/") {
-            home.join(rest)
-        } else if Path::new(cwd).is_absolute() {
-            PathBuf::from(cwd)
-        } else {
-            home.join(cwd)
+        expand_dir(&self.cwd)
+    }
+
+    /// `additionalDirectories`, expanded as the working directory is.
+    pub fn additional_dirs(&self) -> Vec<PathBuf> {
+        self.additional_directories
+            .iter()
+            .map(|d| expand_dir(d))
+            .collect()
+    }
+}
+
+fn expand_dir(dir: &str) -> PathBuf {
+    let home = home_dir();
+    let dir = dir.trim();
+    if dir.is_empty() || dir == "~" {
+        home
+    } else if let Some(rest) = dir.strip_prefix("~/") {
+        home.join(rest)
+    } else if Path::new(dir).is_absolute() {
+        PathBuf::from(dir)
+    } else {
+        home.join(dir)
+    }
+}
+
+/// An MCP server of the configuration (the schema's `mcpServer`).
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct McpServerDef {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub transport: McpTransport,
+    pub command: String,
+    pub args: Vec<String>,
+    pub env: NameValues,
+    pub url: String,
+    pub headers: NameValues,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum McpTransport {
+    #[default]
+    Stdio,
+    Http,
+    Sse,
+}
+
+impl McpTransport {
+    pub fn name(self) -> &'static str {
+        match self {
+            McpTransport::Stdio => "stdio",
+            McpTransport::Http => "http",
+            McpTransport::Sse => "sse",
+        }
+    }
+}
+
+/// Environment variables or HTTP headers: an object, or the protocol's
+/// own list of `{name, value}`.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum NameValues {
+    Map(BTreeMap<String, String>),
+    List(Vec<NameValue>),
+}
+
+impl Default for NameValues {
+    fn default() -> Self {
+        NameValues::Map(BTreeMap::new())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+pub struct NameValue {
+    pub name: String,
+    pub value: String,
+}
+
+impl NameValues {
+    pub fn pairs(&self) -> Vec<(String, String)> {
+        match self {
+            NameValues::Map(m) => m.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            NameValues::List(l) => l.iter().map(|p| (p.name.clone(), p.value.clone())).collect(),
         }
     }
 }

@@ -466,12 +466,20 @@ pub fn validate(text: &str) -> Validated {
 }
 
 /// The keys the schema knows for the object at `pointer`; `None` where any
-/// key is fine (env, mcpServers entries).
+/// key is fine (env, headers, defaults).
 fn known_keys(pointer: &str) -> Option<&'static [&'static str]> {
     let segs: Vec<&str> = pointer.split('/').skip(1).collect();
     match segs.as_slice() {
-        [] => Some(&["$schema", "theme", "language", "limits", "agents", "channels"]),
-        ["limits"] => Some(&["maxRunningAgents", "stopIdleAgentsAfter"]),
+        [] => Some(&[
+            "$schema",
+            "theme",
+            "language",
+            "limits",
+            "agents",
+            "mcpServers",
+            "channels",
+        ]),
+        ["limits"] => Some(&["maxRunningAgents", "stopIdleAgentsAfter", "maxTerminalsPerAgent"]),
         ["agents", i] if i.parse::<usize>().is_ok() => Some(&[
             "name",
             "title",
@@ -482,7 +490,12 @@ fn known_keys(pointer: &str) -> Option<&'static [&'static str]> {
             "env",
             "cwd",
             "mcpServers",
+            "additionalDirectories",
+            "defaults",
         ]),
+        ["mcpServers", i] | ["agents", _, "mcpServers", i] if i.parse::<usize>().is_ok() => {
+            Some(&["name", "type", "command", "args", "env", "url", "headers"])
+        }
         ["channels", i] if i.parse::<usize>().is_ok() => {
             Some(&["name", "kind", "events", "agents", "command", "args"])
         }

@@ -32,13 +32,14 @@ use std::process::ExitStatus;
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
+use agent_client_protocol_schema::v1 as schema;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::io::BufReader;
 use tokio::sync::watch;
 
 use crate::core::acp::{self, calls, fs::FsScope, Connection, Handler, Responder, RpcError};
-use crate::core::config::model::{AgentDef, Limits};
+use crate::core::config::model::{AgentDef, Limits, McpServerDef};
 use crate::core::events::{self, AgentLog, AgentStateChanged, Event, EventSender};
 use lifecycle::{transition, AgentState, Trigger};
 use process::StopTimings;
@@ -169,6 +170,8 @@ struct Running {
     /// What `initialize` said of signing in.
     auth_methods: Vec<crate::core::auth::AuthMethod>,
     can_logout: bool,
+    /// What `initialize` said the agent can do.
+    capabilities: schema::AgentCapabilities,
     /// The ACP terminals this process asked for.
     terminals: Arc<terminals::Terminals>,
 }
@@ -205,6 +208,9 @@ struct Entry {
     generation: u64,
     /// Signing in: the methods, and whether the agent needs it.
     auth: AuthState,
+    /// What the last `initialize` said the agent can do (kept once it
+    /// stops, so attachments can be checked before a start).
+    capabilities: Option<schema::AgentCapabilities>,
 }
 
 impl Entry {
@@ -224,6 +230,7 @@ impl Entry {
             running: None,
             generation: 0,
             auth: AuthState::default(),
+            capabilities: None,
         }
     }
 
@@ -251,6 +258,8 @@ impl Entry {
 struct Table {
     agents: Vec<Entry>,
     limits: Limits,
+    /// The configuration's MCP servers for every agent.
+    mcp_servers: Vec<McpServerDef>,
 }
 
 impl Table {
@@ -328,6 +337,7 @@ impl Supervisor {
             table: Mutex::new(Table {
                 agents: Vec::new(),
                 limits: Limits::default(),
+                mcp_servers: Vec::new(),
             }),
             changed: watch::channel(0).0,
             events,
@@ -358,6 +368,15 @@ impl Supervisor {
 
     fn emit_state(&self, e: &Entry) {
         self.emit_info(&e.info());
+    }
+
+    /// The MCP servers every agent's new sessions get.
+    pub fn set_global_mcp_servers(&self, servers: Vec<McpServerDef>) {
+        lock(&self.shared.table).mcp_servers = servers;
+    }
+
+    pub fn global_mcp_servers(&self) -> Vec<McpServerDef> {
+        lock(&self.shared.table).mcp_servers.clone()
     }
 
     /// Applies a (valid) configuration: added agents appear `stopped`,
@@ -490,6 +509,11 @@ impl Supervisor {
             return None;
         }
         e.running.as_ref().map(|r| (r.conn.clone(), e.generation))
+    }
+
+    /// What the agent said it can do, at its last `initialize`.
+    pub fn capabilities(&self, name: &str) -> Option<schema::AgentCapabilities> {
+        lock(&self.shared.table).find(name)?.capabilities.clone()
     }
 
     pub fn working_dir(&self, name: &str) -> Option<PathBuf> {

@@ -140,6 +140,7 @@ impl Supervisor {
                 if Self::learn_auth(e, methods, running.can_logout) {
                     self.emit_auth(e);
                 }
+                e.capabilities = Some(running.capabilities.clone());
                 e.running = Some(running);
                 e.last_used = Instant::now();
                 self.emit_state(e);
@@ -279,6 +280,7 @@ impl Supervisor {
             guardian,
             auth_methods: Vec::new(),
             can_logout: false,
+            capabilities: Default::default(),
             terminals,
         };
         let timeout = self.shared.timings.handshake_timeout;
@@ -286,6 +288,7 @@ impl Supervisor {
             Ok(Ok(answer)) => {
                 running.auth_methods = answer.auth_methods;
                 running.can_logout = answer.can_logout;
+                running.capabilities = answer.response.agent_capabilities;
                 return Ok(running);
             }
             Ok(Err(e)) => e.to_string(),

@@ -16,7 +16,9 @@ use gtk::{gio, glib};
 
 use super::{AgentStatus, Lifecycle, MessageObject, PermissionObject};
 use crate::core::auth::secrets::Secret;
-use crate::core::chat::message::Command;
+use crate::core::chat::controls::SessionOption;
+use crate::core::chat::message::{Command, Usage};
+use crate::core::chat::AttachmentInput;
 use crate::core::events::{AgentStateChanged, AuthStatus, PermissionRequest};
 use crate::core::services::Core;
 use crate::core::supervisor::AgentInfo;
@@ -52,6 +54,15 @@ mod imp {
         pub usage_used: Cell<u64>,
         #[property(get)]
         pub usage_size: Cell<u64>,
+        /// The session's cost so far ("" when the agent tells none), e.g.
+        /// "0.12 USD".
+        #[property(get)]
+        pub cost: RefCell<String>,
+        /// The session's title (`session_info_update`), or "".
+        #[property(get)]
+        pub session_title: RefCell<String>,
+        /// The session's options: the composer's pickers.
+        pub options: RefCell<Vec<SessionOption>>,
         /// The agent asked to be signed in to.
         #[property(get)]
         pub needs_sign_in: Cell<bool>,
@@ -95,6 +106,8 @@ mod imp {
                         .build(),
                     // The sign-in status changed (see `auth()`).
                     Signal::builder("auth-changed").build(),
+                    // The session's options changed (see `options()`).
+                    Signal::builder("options-changed").build(),
                     Signal::builder("permission-requested")
                         .param_types([PermissionObject::static_type()])
                         .build(),
@@ -178,15 +191,114 @@ impl AgentObject {
         }
     }
 
-    pub fn apply_usage(&self, used: u64, size: u64) {
+    pub fn apply_usage(&self, usage: &Usage) {
         let imp = self.imp();
         let _guard = self.freeze_notify();
-        if imp.usage_used.replace(used) != used {
+        if imp.usage_used.replace(usage.used) != usage.used {
             self.notify_usage_used();
         }
-        if imp.usage_size.replace(size) != size {
+        if imp.usage_size.replace(usage.size) != usage.size {
             self.notify_usage_size();
         }
+        let cost = usage
+            .cost
+            .as_ref()
+            .map(|c| format!("{:.2} {}", c.amount, c.currency))
+            .unwrap_or_default();
+        set_string(self, &imp.cost, &cost, "cost");
+    }
+
+    /// Takes a `session:changed`: the title and the pickers.
+    pub fn apply_session(&self, title: Option<&str>, options: Vec<SessionOption>) {
+        let imp = self.imp();
+        set_string(
+            self,
+            &imp.session_title,
+            title.unwrap_or_default(),
+            "session-title",
+        );
+        if *imp.options.borrow() != options {
+            imp.options.replace(options);
+            self.emit_by_name::<()>("options-changed", &[]);
+        }
+    }
+
+    /// The session's options (empty before a session is open).
+    pub fn options(&self) -> Vec<SessionOption> {
+        self.imp().options.borrow().clone()
+    }
+
+    pub fn connect_options_changed<F: Fn(&Self) + 'static>(&self, f: F) -> glib::SignalHandlerId {
+        self.connect_local("options-changed", false, move |args| {
+            if let Some(o) = args.first().and_then(|a| a.get::<Self>().ok()) {
+                f(&o);
+            }
+            None
+        })
+    }
+
+    /// Opens the agent's session (starting it if need be), so its pickers
+    /// show before the first message. Quietly: a failure shows where the
+    /// agent's state and the sign-in page already tell it.
+    pub fn prepare(&self) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(async move { core.chat.prepare(&agent).await.map(|_| ()) }, |_| {});
+    }
+
+    /// Changes a session option; `done` gets the agent's refusal, if any
+    /// (the pickers then show the old value again, from `options()`).
+    pub fn set_option(
+        &self,
+        id: &str,
+        value: serde_json::Value,
+        done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        let core = self.core().clone();
+        let (agent, id) = (self.name(), id.to_owned());
+        runtime::call(
+            async move {
+                core.chat
+                    .set_option(&agent, &id, value)
+                    .await
+                    .map(|_| ())
+                    .map_err(String::from)
+            },
+            glib::clone!(
+                #[weak(rename_to = this)]
+                self,
+                move |r: Result<(), String>| {
+                    if r.is_err() {
+                        // The pickers show the old value again.
+                        this.emit_by_name::<()>("options-changed", &[]);
+                    }
+                    done(r);
+                }
+            ),
+        );
+    }
+
+    /// Files under the agent's working directory matching `query` (for
+    /// `@`-mentions), best first, with the directory they are relative to.
+    pub fn find_files(&self, query: &str, done: impl FnOnce(Vec<String>) + 'static) {
+        let core = self.core().clone();
+        let (agent, query) = (self.name(), query.to_owned());
+        runtime::call(
+            async move { core.find_files(&agent, &query, 12).await.unwrap_or_default() },
+            done,
+        );
+    }
+
+    pub fn working_dir(&self) -> Option<std::path::PathBuf> {
+        self.core().supervisor.working_dir(&self.name())
+    }
+
+    /// What the agent's last `initialize` said it takes in a prompt.
+    pub fn prompt_capabilities(&self) -> Option<agent_client_protocol_schema::v1::PromptCapabilities> {
+        self.core()
+            .supervisor
+            .capabilities(&self.name())
+            .map(|c| c.prompt_capabilities)
     }
 
     /// The spec's "Shown as", with "restart to apply changes" when outdated
@@ -359,6 +471,8 @@ impl AgentObject {
                 conv.permissions.into_iter().map(PermissionObject::new).collect();
             permissions.splice(0, permissions.n_items(), &objects);
             self.update_waiting();
+            self.apply_session(conv.title.as_deref(), conv.options);
+            self.apply_usage(&conv.usage);
         }
         imp.messages.replace(Some(store.clone()));
         store
@@ -479,13 +593,20 @@ impl AgentObject {
 
     /// Sends `text`; on failure `done` gets the reason (and the text, to put
     /// back: nothing is lost).
-    pub fn send(&self, text: String, done: impl FnOnce(Result<(), (String, String)>) + 'static) {
+    /// Sends text and attachments; on failure `done` gets the error and
+    /// the text back (nothing is lost).
+    pub fn send(
+        &self,
+        text: String,
+        attachments: Vec<AttachmentInput>,
+        done: impl FnOnce(Result<(), (String, String)>) + 'static,
+    ) {
         let core = self.core().clone();
         let agent = self.name();
         runtime::call(
             async move {
                 core.chat
-                    .send(&agent, &text)
+                    .send_with(&agent, &text, attachments)
                     .map(|_| ())
                     .map_err(|e| (e.to_string(), text))
             },

@@ -285,7 +285,12 @@ impl AppModel {
                 }
                 Event::UsageChanged(u) => {
                     if let Some(a) = self.agent(&u.agent) {
-                        a.apply_usage(u.usage.used, u.usage.size);
+                        a.apply_usage(&u.usage);
+                    }
+                }
+                Event::SessionChanged(c) => {
+                    if let Some(a) = self.agent(&c.agent) {
+                        a.apply_session(c.title.as_deref(), c.options);
                     }
                 }
             }

@@ -1,17 +1,31 @@
 //! The composer below the conversation: the message field and Send, which
 //! turns into Stop while the agent answers. Enter sends, Shift+Enter breaks
-//! the line, Escape stops the answer, `/` offers the agent's commands.
+//! the line, Escape stops the answer, `/` offers the agent's commands and
+//! `@` its files. Files and images are attached with the file chooser, by
+//! dropping them or by pasting, and show as removable chips; the session's
+//! options are pickers below (see `option_pickers`).
 
 use std::cell::{OnceCell, RefCell};
+use std::path::PathBuf;
 use std::rc::Rc;
 
 use gtk::prelude::*;
 use gtk::subclass::prelude::*;
-use gtk::{gdk, glib};
+use gtk::{gdk, gio, glib};
 
-use crate::i18n::gettext;
+use crate::core::chat::AttachmentInput;
+use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::AgentObject;
+use crate::ui::widgets::mention_completion::MentionCompletion;
+use crate::ui::widgets::option_pickers;
 use crate::ui::widgets::slash_completion::SlashCompletion;
+
+/// An attachment waiting in the composer.
+#[derive(Clone)]
+pub struct Pending {
+    pub name: String,
+    pub input: AttachmentInput,
+}
 
 mod imp {
     use super::*;
@@ -24,28 +38,58 @@ mod imp {
         pub text: TemplateChild<gtk::TextView>,
         #[template_child]
         pub send_button: TemplateChild<gtk::Button>,
+        #[template_child]
+        pub attach_button: TemplateChild<gtk::Button>,
+        #[template_child]
+        pub attachments: TemplateChild<gtk::FlowBox>,
+        #[template_child]
+        pub options: TemplateChild<gtk::FlowBox>,
         /// The agent messages go to.
         #[property(get, set = Self::set_agent, nullable)]
         pub agent: RefCell<Option<AgentObject>>,
-        pub handler: RefCell<Option<(AgentObject, glib::SignalHandlerId)>>,
+        pub handlers: RefCell<Vec<(AgentObject, glib::SignalHandlerId)>>,
         pub completion: OnceCell<Rc<SlashCompletion>>,
+        pub mentions: OnceCell<Rc<MentionCompletion>>,
+        /// What goes with the next message.
+        pub pending: RefCell<Vec<Pending>>,
     }
 
     impl Composer {
         fn set_agent(&self, agent: Option<AgentObject>) {
-            if let Some((old, id)) = self.handler.take() {
+            for (old, id) in self.handlers.take() {
                 old.disconnect(id);
             }
+            let obj = self.obj();
             if let Some(a) = &agent {
-                let id = a.connect_answering_notify(glib::clone!(
+                let answering = a.connect_answering_notify(glib::clone!(
                     #[weak(rename_to = composer)]
-                    self.obj(),
+                    obj,
                     move |_| composer.update()
                 ));
-                self.handler.replace(Some((a.clone(), id)));
+                let options = a.connect_options_changed(glib::clone!(
+                    #[weak(rename_to = composer)]
+                    obj,
+                    move |a| option_pickers::rebuild(&composer.imp().options, Some(a))
+                ));
+                // Once running, the session is opened so the pickers show
+                // before the first message.
+                let status = a.connect_status_notify(|a| {
+                    if a.status() == crate::ui::models::AgentStatus::Ready && a.options().is_empty() {
+                        a.prepare();
+                    }
+                });
+                self.handlers.replace(vec![
+                    (a.clone(), answering),
+                    (a.clone(), options),
+                    (a.clone(), status),
+                ]);
+                if a.status() == crate::ui::models::AgentStatus::Ready && a.options().is_empty() {
+                    a.prepare();
+                }
             }
+            option_pickers::rebuild(&self.options, agent.as_ref());
             self.agent.replace(agent);
-            self.obj().update();
+            obj.update();
         }
     }
 
@@ -111,6 +155,41 @@ impl Composer {
                 .unwrap_or_default()
         });
         let _ = imp.completion.set(completion);
+        let weak = self.downgrade();
+        let weak_chosen = self.downgrade();
+        let mentions = MentionCompletion::attach(
+            &imp.text,
+            self,
+            move |query, done| match weak.upgrade().and_then(|c| c.agent()) {
+                Some(agent) => agent.find_files(query, done),
+                None => done(Vec::new()),
+            },
+            move |path| {
+                let Some(composer) = weak_chosen.upgrade() else {
+                    return;
+                };
+                let Some(root) = composer.agent().and_then(|a| a.working_dir()) else {
+                    return;
+                };
+                composer.add(AttachmentInput::Mention(root.join(path)), path.to_owned());
+            },
+        );
+        let _ = imp.mentions.set(mentions);
+        imp.attach_button.connect_clicked(glib::clone!(
+            #[weak(rename_to = composer)]
+            self,
+            move |_| composer.choose_files()
+        ));
+        imp.text.connect_paste_clipboard(glib::clone!(
+            #[weak(rename_to = composer)]
+            self,
+            move |text| {
+                if composer.paste(&text.clipboard()) {
+                    text.stop_signal_emission_by_name("paste-clipboard");
+                }
+            }
+        ));
+        self.add_controller(self.drop_target());
         let keys = gtk::EventControllerKey::new();
         keys.connect_key_pressed(glib::clone!(
             #[weak(rename_to = composer)]
@@ -119,6 +198,9 @@ impl Composer {
             glib::Propagation::Proceed,
             move |_, key, _, state| {
                 if composer.imp().completion.get().is_some_and(|c| c.key(key)) {
+                    return glib::Propagation::Stop;
+                }
+                if composer.imp().mentions.get().is_some_and(|c| c.key(key)) {
                     return glib::Propagation::Stop;
                 }
                 match key {
@@ -168,24 +250,34 @@ impl Composer {
         }
     }
 
-    /// Sends what is written; on failure it goes back into the field.
+    /// Sends what is written and attached; on failure the text goes back
+    /// into the field and the attachments stay.
     pub fn send(&self) {
         let Some(agent) = self.agent() else { return };
         let buffer = self.imp().text.buffer();
         let text = buffer
             .text(&buffer.start_iter(), &buffer.end_iter(), false)
             .to_string();
-        if text.trim().is_empty() {
+        let attachments: Vec<AttachmentInput> = self
+            .imp()
+            .pending
+            .borrow()
+            .iter()
+            .map(|p| p.input.clone())
+            .collect();
+        if text.trim().is_empty() && attachments.is_empty() {
             return;
         }
         buffer.set_text("");
         agent.send(
             text,
+            attachments,
             glib::clone!(
                 #[weak(rename_to = composer)]
                 self,
-                move |r: Result<(), (String, String)>| {
-                    if let Err((e, text)) = r {
+                move |r: Result<(), (String, String)>| match r {
+                    Ok(()) => composer.clear_attachments(),
+                    Err((e, text)) => {
                         // Nothing is lost: the text goes back into the composer.
                         composer.imp().text.buffer().set_text(&text);
                         let _ = composer.activate_action("win.toast", Some(&e.to_variant()));
@@ -193,6 +285,255 @@ impl Composer {
                 }
             ),
         );
+    }
+
+    /// The pickers of the session's options.
+    pub fn options_box(&self) -> gtk::FlowBox {
+        self.imp().options.get()
+    }
+
+    /// The attachments waiting to be sent.
+    pub fn pending(&self) -> Vec<Pending> {
+        self.imp().pending.borrow().clone()
+    }
+
+    /// The `@` file completion.
+    pub fn mentions(&self) -> Option<Rc<MentionCompletion>> {
+        self.imp().mentions.get().cloned()
+    }
+
+    fn toast(&self, text: &str) {
+        let _ = self.activate_action("win.toast", Some(&text.to_variant()));
+    }
+
+    /// Adds a file, unless it is plainly refused (too large, an image for an
+    /// agent that takes none): then a toast says why.
+    pub fn add_file(&self, path: PathBuf) {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        let caps = self.agent().and_then(|a| a.prompt_capabilities());
+        if let Err(e) = crate::core::chat::check_file(&path, caps.as_ref()) {
+            self.toast(&e);
+            return;
+        }
+        self.add(AttachmentInput::File(path), name);
+    }
+
+    /// Adds image bytes (a pasted or dropped picture) as a PNG.
+    pub fn add_image(&self, texture: &gdk::Texture) {
+        if self
+            .agent()
+            .and_then(|a| a.prompt_capabilities())
+            .is_some_and(|c| !c.image)
+        {
+            self.toast(&gettext("This agent does not take images"));
+            return;
+        }
+        let data = texture.save_to_png_bytes().to_vec();
+        let n = self
+            .imp()
+            .pending
+            .borrow()
+            .iter()
+            .filter(|p| matches!(p.input, AttachmentInput::Image { .. }))
+            .count()
+            + 1;
+        let name = gettext_f("Pasted image {n}.png", &[("n", &n.to_string())]);
+        self.add(
+            AttachmentInput::Image {
+                name: name.clone(),
+                mime_type: "image/png".into(),
+                data,
+            },
+            name,
+        );
+    }
+
+    fn add(&self, input: AttachmentInput, name: String) {
+        let imp = self.imp();
+        if imp.pending.borrow().len() >= crate::core::chat::MAX_ATTACHMENTS {
+            self.toast(&gettext_f(
+                "at most {count} attachments go with one message",
+                &[("count", &crate::core::chat::MAX_ATTACHMENTS.to_string())],
+            ));
+            return;
+        }
+        let is_image = matches!(input, AttachmentInput::Image { .. })
+            || name.to_lowercase().ends_with(".png")
+            || name.to_lowercase().ends_with(".jpg");
+        imp.pending.borrow_mut().push(Pending {
+            name: name.clone(),
+            input,
+        });
+        let chip = gtk::Box::new(gtk::Orientation::Horizontal, 4);
+        chip.add_css_class("attachment-chip");
+        let icon = if is_image {
+            "image-x-generic-symbolic"
+        } else {
+            "text-x-generic-symbolic"
+        };
+        chip.append(&gtk::Image::from_icon_name(icon));
+        let label = gtk::Label::new(Some(&name));
+        label.set_ellipsize(gtk::pango::EllipsizeMode::Middle);
+        label.set_max_width_chars(28);
+        chip.append(&label);
+        let remove = gtk::Button::from_icon_name("window-close-symbolic");
+        remove.add_css_class("flat");
+        remove.add_css_class("circular");
+        let remove_label = gettext_f("Remove attachment {name}", &[("name", &name)]);
+        remove.set_tooltip_text(Some(&remove_label));
+        crate::ui::a11y::set_label(&remove, &remove_label);
+        chip.append(&remove);
+        crate::ui::a11y::set_label(&chip, &gettext_f("Attachment {name}", &[("name", &name)]));
+        imp.attachments.append(&chip);
+        if let Some(child) = chip.parent() {
+            child.set_focusable(false);
+        }
+        imp.attachments.set_visible(true);
+        remove.connect_clicked(glib::clone!(
+            #[weak(rename_to = composer)]
+            self,
+            #[weak]
+            chip,
+            move |_| composer.remove_chip(&chip)
+        ));
+    }
+
+    fn remove_chip(&self, chip: &gtk::Box) {
+        let imp = self.imp();
+        let mut index = 0;
+        let mut child = imp.attachments.first_child();
+        while let Some(c) = child {
+            if c.first_child().as_ref() == Some(chip.upcast_ref()) {
+                imp.attachments.remove(&c);
+                if index < imp.pending.borrow().len() {
+                    imp.pending.borrow_mut().remove(index);
+                }
+                break;
+            }
+            index += 1;
+            child = c.next_sibling();
+        }
+        imp.attachments.set_visible(!imp.pending.borrow().is_empty());
+        imp.text.grab_focus();
+    }
+
+    fn clear_attachments(&self) {
+        let imp = self.imp();
+        imp.pending.borrow_mut().clear();
+        while let Some(c) = imp.attachments.first_child() {
+            imp.attachments.remove(&c);
+        }
+        imp.attachments.set_visible(false);
+    }
+
+    /// The native file chooser (the portal's, in a sandbox).
+    pub fn choose_files(&self) {
+        let window = self.root().and_downcast::<gtk::Window>();
+        let chooser = gtk::FileChooserNative::new(
+            Some(&gettext("Attach Files")),
+            window.as_ref(),
+            gtk::FileChooserAction::Open,
+            Some(&gettext("Attach")),
+            None,
+        );
+        chooser.set_select_multiple(true);
+        if let Some(dir) = self.agent().and_then(|a| a.working_dir()) {
+            let _ = chooser.set_current_folder(Some(&gio::File::for_path(dir)));
+        }
+        chooser.connect_response(glib::clone!(
+            #[weak(rename_to = composer)]
+            self,
+            move |chooser, response| {
+                if response == gtk::ResponseType::Accept {
+                    let files = chooser.files();
+                    for f in files.iter::<gio::File>().flatten() {
+                        if let Some(path) = f.path() {
+                            composer.add_file(path);
+                        }
+                    }
+                }
+                chooser.destroy();
+            }
+        ));
+        chooser.show();
+    }
+
+    /// Files or a picture in the clipboard are attached (`true`); text is
+    /// left to the text view.
+    fn paste(&self, clipboard: &gdk::Clipboard) -> bool {
+        let formats = clipboard.formats();
+        if formats.contains_type(gdk::FileList::static_type()) {
+            clipboard.read_value_async(
+                gdk::FileList::static_type(),
+                glib::Priority::DEFAULT,
+                gio::Cancellable::NONE,
+                glib::clone!(
+                    #[weak(rename_to = composer)]
+                    self,
+                    move |r| {
+                        if let Ok(files) = r.and_then(|v| {
+                            v.get::<gdk::FileList>()
+                                .map_err(|e| glib::Error::new(gio::IOErrorEnum::Failed, &e.to_string()))
+                        }) {
+                            for f in files.files() {
+                                if let Some(p) = f.path() {
+                                    composer.add_file(p);
+                                }
+                            }
+                        }
+                    }
+                ),
+            );
+            return true;
+        }
+        if formats.contains_type(gdk::Texture::static_type()) {
+            clipboard.read_texture_async(
+                gio::Cancellable::NONE,
+                glib::clone!(
+                    #[weak(rename_to = composer)]
+                    self,
+                    move |r| match r {
+                        Ok(Some(texture)) => composer.add_image(&texture),
+                        Ok(None) => {}
+                        Err(e) => composer.toast(&e.to_string()),
+                    }
+                ),
+            );
+            return true;
+        }
+        false
+    }
+
+    /// Files and pictures dropped here (the window adds one to the
+    /// conversation too) are attached.
+    pub fn drop_target(&self) -> gtk::DropTarget {
+        let target = gtk::DropTarget::new(glib::Type::INVALID, gdk::DragAction::COPY);
+        target.set_types(&[gdk::FileList::static_type(), gdk::Texture::static_type()]);
+        target.connect_drop(glib::clone!(
+            #[weak(rename_to = composer)]
+            self,
+            #[upgrade_or]
+            false,
+            move |_, value, _, _| {
+                if let Ok(files) = value.get::<gdk::FileList>() {
+                    for f in files.files() {
+                        if let Some(p) = f.path() {
+                            composer.add_file(p);
+                        }
+                    }
+                    return true;
+                }
+                if let Ok(texture) = value.get::<gdk::Texture>() {
+                    composer.add_image(&texture);
+                    return true;
+                }
+                false
+            }
+        ));
+        target
     }
 
     pub fn cancel(&self) {

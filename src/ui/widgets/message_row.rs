@@ -444,6 +444,7 @@ fn row_summary(msg: &Message, kind: RowKind, footer: &str) -> String {
                 ],
             ),
             Some(Part::Plan { .. }) => gettext("Plan"),
+            Some(Part::Attachment(a)) => super::message_parts::attachment_summary(a),
             None => String::new(),
         },
         RowKind::Empty => short(footer),

@@ -173,6 +173,8 @@ impl ParleyWindow {
                 }
             }
         ));
+        // Files and pictures dropped on the conversation are attached.
+        imp.conversation_view.add_controller(imp.composer.drop_target());
         imp.leaflet.connect_folded_notify(glib::clone!(
             #[weak]
             win,
@@ -385,25 +387,47 @@ impl ParleyWindow {
         self.imp().sign_in_page.clone()
     }
 
-    /// Title, state and context meter of the selected agent.
+    /// Title, state, context meter and cost of the selected agent. The
+    /// session's own title (from the agent) comes first where there is one.
     pub(super) fn update_header(&self, agent: &AgentObject) {
         let imp = self.imp();
-        imp.conversation_title.set_title(&agent.title());
-        imp.conversation_title.set_subtitle(&agent.shown_as());
-        let (used, size) = (agent.usage_used(), agent.usage_size());
-        // A compact "42 %" that folds away with the sidebar at phone width.
+        let session_title = agent.session_title();
+        if session_title.is_empty() {
+            imp.conversation_title.set_title(&agent.title());
+            imp.conversation_title.set_subtitle(&agent.shown_as());
+        } else {
+            imp.conversation_title.set_title(&session_title);
+            imp.conversation_title
+                .set_subtitle(&format!("{} · {}", agent.title(), agent.shown_as()));
+        }
+        let (used, size, cost) = (agent.usage_used(), agent.usage_size(), agent.cost());
+        // A compact "Context 42 %" that folds away with the sidebar at phone width.
         imp.context_meter
-            .set_visible(size > 0 && !imp.leaflet.is_folded());
+            .set_visible((size > 0 || !cost.is_empty()) && !imp.leaflet.is_folded());
+        let mut shown = Vec::new();
+        let mut told = Vec::new();
         if size > 0 {
             let percent = (used as f64 * 100.0 / size as f64).clamp(0.0, 100.0).round();
-            imp.context_meter.set_label(&format!("{percent} %"));
-            let text = gettext_f(
+            shown.push(gettext_f(
+                "Context {percent} %",
+                &[("percent", &percent.to_string())],
+            ));
+            told.push(gettext_f(
                 "Context: {used} of {size} tokens",
                 &[("used", &used.to_string()), ("size", &size.to_string())],
-            );
-            imp.context_meter.set_tooltip_text(Some(&text));
-            crate::ui::a11y::set_label(&*imp.context_meter, &text);
+            ));
         }
+        if !cost.is_empty() {
+            shown.push(cost.clone());
+            told.push(gettext_f(
+                "Cost of this session so far: {cost}",
+                &[("cost", &cost)],
+            ));
+        }
+        imp.context_meter.set_label(&shown.join(" · "));
+        let text = told.join("\n");
+        imp.context_meter.set_tooltip_text(Some(&text));
+        crate::ui::a11y::set_label(&*imp.context_meter, &told.join(". "));
     }
 
     /// Whether the conversation's last row is drawn for real and on screen

@@ -1,0 +1,409 @@
+//! Opening an agent's ACP session (with its MCP servers, additional
+//! directories and default options) and changing its options: the
+//! composer's pickers and `parley-cli send --model/--mode/--option`.
+
+use std::sync::Arc;
+
+use agent_client_protocol_schema::v1 as acp;
+use serde_json::Value;
+
+use super::controls::{self, OptionSource, SessionOption};
+use super::message::{MessageCode, Part, Role};
+use super::{lock, Chat, ChatError, Message};
+use crate::core::acp::{calls, Connection};
+use crate::core::config::model::{McpServerDef, McpTransport};
+use crate::i18n::gettext_f;
+
+/// A session and the updates that came for it before `session/new`
+/// answered (applied once a turn's message exists).
+pub(super) type Opened = (acp::SessionId, Vec<(String, acp::SessionUpdate)>);
+
+/// The protocol's form of a configured MCP server.
+fn to_acp(def: &McpServerDef) -> acp::McpServer {
+    let pairs = |v: &crate::core::config::model::NameValues| v.pairs();
+    match def.transport {
+        McpTransport::Stdio => acp::McpServer::Stdio(
+            acp::McpServerStdio::new(def.name.clone(), def.command.clone())
+                .args(def.args.clone())
+                .env(
+                    pairs(&def.env)
+                        .into_iter()
+                        .map(|(k, v)| acp::EnvVariable::new(k, v))
+                        .collect(),
+                ),
+        ),
+        McpTransport::Http => acp::McpServer::Http(
+            acp::McpServerHttp::new(def.name.clone(), def.url.clone()).headers(
+                pairs(&def.headers)
+                    .into_iter()
+                    .map(|(k, v)| acp::HttpHeader::new(k, v))
+                    .collect(),
+            ),
+        ),
+        McpTransport::Sse => acp::McpServer::Sse(
+            acp::McpServerSse::new(def.name.clone(), def.url.clone()).headers(
+                pairs(&def.headers)
+                    .into_iter()
+                    .map(|(k, v)| acp::HttpHeader::new(k, v))
+                    .collect(),
+            ),
+        ),
+    }
+}
+
+/// The MCP servers a session gets: the global ones, then the agent's own
+/// (which replace a global one of the same name), each only if the agent
+/// supports its transport. Returns the servers and the names left out.
+pub fn mcp_servers(
+    global: &[McpServerDef],
+    own: &[McpServerDef],
+    caps: &acp::McpCapabilities,
+) -> (Vec<acp::McpServer>, Vec<String>) {
+    let mut all: Vec<&McpServerDef> = global
+        .iter()
+        .filter(|g| !own.iter().any(|o| o.name == g.name))
+        .collect();
+    all.extend(own.iter());
+    let mut servers = Vec::new();
+    let mut left_out = Vec::new();
+    for def in all {
+        let supported = match def.transport {
+            McpTransport::Stdio => true,
+            McpTransport::Http => caps.http,
+            McpTransport::Sse => caps.sse,
+        };
+        if supported {
+            servers.push(to_acp(def));
+        } else {
+            left_out.push(format!("{} ({})", def.name, def.transport.name()));
+        }
+    }
+    (servers, left_out)
+}
+
+impl Chat {
+    fn opener(&self, agent: &str) -> Arc<tokio::sync::Mutex<()>> {
+        lock(&self.inner.openers)
+            .entry(agent.to_owned())
+            .or_default()
+            .clone()
+    }
+
+    /// The agent's session for this process (`generation`), opened if there
+    /// is none. One opening at a time per agent.
+    pub(super) async fn session_for(
+        &self,
+        agent: &str,
+        conn: &Connection,
+        generation: u64,
+    ) -> Result<Opened, calls::CallError> {
+        let opener = self.opener(agent);
+        let _one = opener.lock().await;
+        {
+            let mut convs = lock(&self.inner.convs);
+            let c = convs.entry(agent.to_owned()).or_default();
+            match &c.session {
+                Some((sid, g)) if *g == generation => return Ok((sid.clone(), Vec::new())),
+                _ => c.opening_session = true,
+            }
+        }
+        let opened = self.open_session(agent, conn, generation).await;
+        if opened.is_err() {
+            if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
+                c.opening_session = false;
+                c.early.clear();
+            }
+        }
+        opened
+    }
+
+    /// Opens the ACP session; returns it with the updates that arrived for
+    /// it before the answer.
+    async fn open_session(
+        &self,
+        agent: &str,
+        conn: &Connection,
+        generation: u64,
+    ) -> Result<Opened, calls::CallError> {
+        let sup = &self.inner.supervisor;
+        let def = sup.definition(agent).unwrap_or_default();
+        let caps = sup.capabilities(agent).unwrap_or_default();
+        let global = sup.global_mcp_servers();
+        let (servers, left_out) = mcp_servers(&global, &def.mcp_servers, &caps.mcp_capabilities);
+        let mut warnings = Vec::new();
+        if !left_out.is_empty() {
+            warnings.push(gettext_f(
+                "MCP servers left out, as the agent does not support their transport: {servers}",
+                &[("servers", &left_out.join(", "))],
+            ));
+        }
+        let mut dirs = def.additional_dirs();
+        if !dirs.is_empty() && caps.session_capabilities.additional_directories.is_none() {
+            warnings.push(gettext_f(
+                "Additional directories left out, as the agent does not support them: {dirs}",
+                &[(
+                    "dirs",
+                    &dirs
+                        .iter()
+                        .map(|d| d.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                )],
+            ));
+            dirs.clear();
+        }
+        let result = calls::new_session(conn, &def.working_dir(), dirs, servers).await;
+        let (restarted, sid, early) = {
+            let mut convs = lock(&self.inner.convs);
+            let c = convs.entry(agent.to_owned()).or_default();
+            c.opening_session = false;
+            let early = std::mem::take(&mut c.early);
+            let (response, raw) = result?;
+            let restarted = c.had_session;
+            c.session = Some((response.session_id.clone(), generation));
+            c.had_session = true;
+            c.options = controls::from_session_answer(&raw);
+            c.title = None;
+            let sid = response.session_id.to_string();
+            let early: Vec<_> = early.into_iter().filter(|(s, _)| *s == sid).collect();
+            self.emit(c.session_changed(agent));
+            (restarted, response.session_id, early)
+        };
+        if restarted {
+            self.system_message(agent, MessageCode::AgentRestarted, None);
+        }
+        for (key, value) in &def.defaults {
+            if let Some(w) = self.apply_default(agent, conn, &sid, key, value).await {
+                warnings.push(w);
+            }
+        }
+        for w in warnings {
+            sup.log(agent, format!("parley: {w}"));
+            self.session_warning(agent, w);
+        }
+        Ok((sid, early))
+    }
+
+    /// A configured default; a warning if the agent does not offer it or
+    /// refuses it.
+    async fn apply_default(
+        &self,
+        agent: &str,
+        conn: &Connection,
+        sid: &acp::SessionId,
+        key: &str,
+        value: &Value,
+    ) -> Option<String> {
+        let shown = value
+            .as_str()
+            .map(str::to_owned)
+            .unwrap_or_else(|| value.to_string());
+        let option = {
+            let convs = lock(&self.inner.convs);
+            let options = convs.get(agent).map(|c| c.options.clone()).unwrap_or_default();
+            controls::find(&options, key).cloned()
+        };
+        let Some(option) = option.filter(|o| o.offers(value)) else {
+            return Some(gettext_f(
+                "The default {key} “{value}” is not offered by this agent; it was left out",
+                &[("key", key), ("value", &shown)],
+            ));
+        };
+        if option.current_text() == shown {
+            return None;
+        }
+        match self.set_on_agent(agent, conn, sid, &option, value).await {
+            Ok(()) => None,
+            Err(e) => Some(gettext_f(
+                "The agent refused the default {key} “{value}”: {error}",
+                &[("key", key), ("value", &shown), ("error", &e)],
+            )),
+        }
+    }
+
+    /// A `system` message that says what the session could not take.
+    fn session_warning(&self, agent: &str, text: String) {
+        let mut m = Message::new(self.next_id("m"), agent, Role::System);
+        m.code = Some(MessageCode::SessionWarning);
+        m.parts.push(Part::Text { text });
+        if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
+            c.messages.push(m.clone());
+        }
+        self.emit_message(&m);
+    }
+
+    /// Calls the agent for one option, and keeps what it answered.
+    async fn set_on_agent(
+        &self,
+        agent: &str,
+        conn: &Connection,
+        sid: &acp::SessionId,
+        option: &SessionOption,
+        value: &Value,
+    ) -> Result<(), String> {
+        let answer = match option.source {
+            OptionSource::Config => calls::set_config_option(conn, sid, &option.id, value)
+                .await
+                .map(Some),
+            OptionSource::LegacyMode => calls::set_mode(conn, sid, value.as_str().unwrap_or_default())
+                .await
+                .map(|()| None),
+            OptionSource::LegacyModel => calls::set_model(conn, sid, value.as_str().unwrap_or_default())
+                .await
+                .map(|()| None),
+        }
+        .map_err(|e| agent_words(&e))?;
+        let mut convs = lock(&self.inner.convs);
+        let Some(c) = convs.get_mut(agent) else {
+            return Ok(());
+        };
+        match answer {
+            // The agent's whole list after the change.
+            Some(list) if list.is_array() => {
+                controls::replace_config(&mut c.options, controls::config_options(&list))
+            }
+            _ => {
+                if let Some(o) = c.options.iter_mut().find(|o| o.id == option.id) {
+                    o.set_current(value);
+                }
+            }
+        }
+        self.emit(c.session_changed(agent));
+        Ok(())
+    }
+
+    /// `Prepare(agent)`: starts the agent if need be and opens its session,
+    /// so its options can be shown and set before the first message.
+    pub async fn prepare(&self, agent: &str) -> Result<Vec<SessionOption>, ChatError> {
+        let sup = &self.inner.supervisor;
+        if sup.definition(agent).is_none() {
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
+        }
+        sup.start(agent)
+            .await
+            .map_err(|e| ChatError::Unavailable(e.to_string()))?;
+        let Some((conn, generation)) = sup.connection(agent) else {
+            return Err(ChatError::Unavailable(crate::i18n::gettext("the agent stopped")));
+        };
+        match self.session_for(agent, &conn, generation).await {
+            Ok((sid, early)) => {
+                self.signed_in_after_all(agent);
+                for (s, update) in early {
+                    self.apply_update(agent, &s, update);
+                }
+                let _ = sid;
+            }
+            Err(calls::CallError::AuthRequired(why)) => {
+                sup.set_needs_sign_in(agent, Some(why.clone()));
+                return Err(ChatError::Unavailable(why));
+            }
+            Err(e) => return Err(ChatError::Unavailable(e.to_string())),
+        }
+        Ok(self.options(agent))
+    }
+
+    /// The session's options (empty before a session is open).
+    pub fn options(&self, agent: &str) -> Vec<SessionOption> {
+        lock(&self.inner.convs)
+            .get(agent)
+            .map(|c| c.options.clone())
+            .unwrap_or_default()
+    }
+
+    /// `SetOption(agent, id, value)`: a select's value id, or a boolean.
+    /// Opens the session first if need be. If the agent refuses, nothing
+    /// changes and its words are the error (the picker shows the old value).
+    pub async fn set_option(
+        &self,
+        agent: &str,
+        id: &str,
+        value: Value,
+    ) -> Result<Vec<SessionOption>, ChatError> {
+        let options = self.prepare(agent).await?;
+        let option = options
+            .iter()
+            .find(|o| o.id == id)
+            .ok_or_else(|| ChatError::NoSuchControl(id.to_owned()))?;
+        if !option.offers(&value) {
+            let shown = value
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| value.to_string());
+            return Err(ChatError::NotOffered(id.to_owned(), shown));
+        }
+        if option.current_text()
+            == value
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| value.to_string())
+        {
+            return Ok(options);
+        }
+        let session = lock(&self.inner.convs).get(agent).and_then(|c| c.session.clone());
+        let (Some((sid, generation)), Some((conn, g))) = (session, self.inner.supervisor.connection(agent))
+        else {
+            return Err(ChatError::Unavailable(crate::i18n::gettext("the agent stopped")));
+        };
+        if g != generation {
+            return Err(ChatError::Unavailable(crate::i18n::gettext("the agent stopped")));
+        }
+        if let Err(e) = self.set_on_agent(agent, &conn, &sid, option, &value).await {
+            // The old value stands: tell the pickers again.
+            if let Some(c) = lock(&self.inner.convs).get(agent) {
+                self.emit(c.session_changed(agent));
+            }
+            return Err(ChatError::Refused(e));
+        }
+        Ok(self.options(agent))
+    }
+}
+
+/// What the agent said when it refused (its message, not our wrapping).
+fn agent_words(e: &calls::CallError) -> String {
+    match e {
+        calls::CallError::Rpc(crate::core::acp::RpcError::Remote { message, .. }) => message.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::config::model::NameValues;
+
+    fn server(name: &str, transport: McpTransport) -> McpServerDef {
+        McpServerDef {
+            name: name.into(),
+            transport,
+            command: "mcp-fs".into(),
+            url: "https://example.invalid/mcp".into(),
+            headers: NameValues::List(vec![crate::core::config::model::NameValue {
+                name: "Authorization".into(),
+                value: "Bearer x".into(),
+            }]),
+            ..McpServerDef::default()
+        }
+    }
+
+    #[test]
+    fn transports_the_agent_lacks_are_named() {
+        let global = [
+            server("fs", McpTransport::Stdio),
+            server("docs", McpTransport::Http),
+        ];
+        let own = [
+            server("docs", McpTransport::Sse),
+            server("web", McpTransport::Http),
+        ];
+        let (servers, left) = mcp_servers(&global, &own, &acp::McpCapabilities::new().http(true));
+        let json = serde_json::to_value(&servers).expect("json");
+        // The agent's own "docs" replaced the global one; sse is not supported.
+        assert_eq!(left, ["docs (sse)"]);
+        assert_eq!(json.as_array().map(Vec::len), Some(2));
+        assert_eq!(json[0]["name"], "fs");
+        assert_eq!(json[1]["type"], "http");
+        assert_eq!(json[1]["headers"][0]["name"], "Authorization");
+        let (servers, left) = mcp_servers(&global, &[], &acp::McpCapabilities::new());
+        assert_eq!((servers.len(), left), (1, vec!["docs (http)".to_owned()]));
+    }
+}
