@@ -186,9 +186,13 @@ fn bench_start() -> (Duration, Duration) {
 /// another 10,000 is ignored by its .gitignore).
 fn file_tree() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    let words = ["chat", "controls", "composer", "session", "widget", "model", "config", "files"];
+    let words = [
+        "chat", "controls", "composer", "session", "widget", "model", "config", "files",
+    ];
     for d in 0..1000 {
-        let sub = dir.path().join(format!("src/{}/{}-{d}", words[d % 8], words[(d / 8) % 8]));
+        let sub = dir
+            .path()
+            .join(format!("src/{}/{}-{d}", words[d % 8], words[(d / 8) % 8]));
         std::fs::create_dir_all(&sub).expect("mkdir");
         for f in 0..100 {
             std::fs::write(sub.join(format!("{}_{f}.rs", words[(d + f) % 8])), "").expect("write");

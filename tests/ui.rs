@@ -1071,6 +1071,10 @@ fn choose(f: &Fixture, id: &str, choice: &str, png: Option<&str>) -> Result<(), 
     let button = picker(f, id)
         .and_then(|w| w.downcast::<gtk::MenuButton>().ok())
         .ok_or(format!("no picker {id}"))?;
+    // Insensitive while an earlier change waits for the agent's answer.
+    spin_until("the picker free", Duration::from_secs(5), || {
+        button.is_sensitive()
+    })?;
     button.popup();
     let popover = button.popover().ok_or("no popover")?;
     spin_until("the popover", Duration::from_secs(3), || popover.is_mapped())?;
@@ -1148,14 +1152,43 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
             .any(|o| o.id == "brief" && o.current_text() == "true")
     })?;
 
-    // Two attachments: a file and a picture.
+    // Two attachments: a file dropped on the conversation, and a picture
+    // pasted into the composer.
     let composer = f.win.composer();
-    composer.add_file(notes.clone());
+    // (The drop target's own signal cannot be emitted without a drag under
+    // way: GTK asks the pointer's surface. What it hands on is the same.)
+    let has_target = f
+        .win
+        .conversation_view()
+        .observe_controllers()
+        .iter::<glib::Object>()
+        .flatten()
+        .any(|c| c.is::<gtk::DropTarget>());
+    let files = gtk::gdk::FileList::from_array(&[gtk::gio::File::for_path(&notes)]);
+    if !has_target || !composer.take_drop(&files.to_value()) || composer.pending().len() != 1 {
+        return Err(format!(
+            "drop target: {has_target}; {} attachments",
+            composer.pending().len()
+        ));
+    }
     let texture = gtk::gdk::Texture::from_bytes(&glib::Bytes::from_static(include_bytes!(
         "../data/icons/hicolor/scalable/apps/io.github.parley.Parley.svg"
     )))
     .map_err(|e| e.to_string())?;
-    composer.add_image(&texture);
+    let text_view = composer.text_view();
+    text_view.clipboard().set_texture(&texture);
+    text_view.emit_by_name::<()>("paste-clipboard", &[]);
+    spin_until("the pasted picture", Duration::from_secs(5), || {
+        composer.pending().len() == 2
+    })?;
+    let typed = text_view.buffer().text(
+        &text_view.buffer().start_iter(),
+        &text_view.buffer().end_iter(),
+        false,
+    );
+    if !typed.is_empty() {
+        return Err(format!("the paste also wrote {typed:?}"));
+    }
     // An @-mention becomes a third.
     let mentions = composer.mentions().ok_or("no mention completion")?;
     composer.text_view().buffer().set_text("Read @ctrl");
@@ -1209,6 +1242,40 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
     }
     spin(Duration::from_millis(300));
     save_png(&f.win, "17-sent-attachments")?;
+
+    // The session's title and cost in the header.
+    type_and_send(&f, "session-info Fix the build");
+    spin_until("the title", Duration::from_secs(10), || {
+        f.win
+            .model()
+            .agents()
+            .item(0)
+            .and_downcast::<parley::ui::models::AgentObject>()
+            .is_some_and(|a| a.session_title() == "Fix the build")
+    })?;
+    type_and_send(&f, "cost 0.42");
+    spin_until("the cost", Duration::from_secs(10), || {
+        f.win
+            .model()
+            .agents()
+            .item(0)
+            .and_downcast::<parley::ui::models::AgentObject>()
+            .is_some_and(|a| a.cost() == "0.42 USD")
+    })?;
+    spin(Duration::from_millis(300));
+    let header = texts(f.win.upcast_ref());
+    for want in ["Fix the build", "Context 3 % · 0.42 USD"] {
+        if !header.iter().any(|t| t == want) {
+            return Err(format!("{want:?} is not shown"));
+        }
+    }
+    save_png(&f.win, "17-title-and-cost")?;
+    // Narrow and dark: the pickers wrap under the message field.
+    adw::StyleManager::default().set_color_scheme(adw::ColorScheme::ForceDark);
+    f.win.set_default_size(360, 720);
+    spin(Duration::from_millis(800));
+    save_png(&f.win, "17-pickers-narrow-dark")?;
+    adw::StyleManager::default().set_color_scheme(adw::ColorScheme::Default);
     close(f);
     Ok(())
 }

@@ -286,12 +286,11 @@ impl Chat {
             return Err(ChatError::Unavailable(crate::i18n::gettext("the agent stopped")));
         };
         match self.session_for(agent, &conn, generation).await {
-            Ok((sid, early)) => {
+            Ok((_, early)) => {
                 self.signed_in_after_all(agent);
                 for (s, update) in early {
                     self.apply_update(agent, &s, update);
                 }
-                let _ = sid;
             }
             Err(calls::CallError::AuthRequired(why)) => {
                 sup.set_needs_sign_in(agent, Some(why.clone()));

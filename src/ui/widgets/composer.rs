@@ -52,6 +52,8 @@ mod imp {
         pub mentions: OnceCell<Rc<MentionCompletion>>,
         /// What goes with the next message.
         pub pending: RefCell<Vec<Pending>>,
+        /// The shape of the pickers last built (see `option_pickers`).
+        pub picker_shape: RefCell<String>,
     }
 
     impl Composer {
@@ -69,7 +71,10 @@ mod imp {
                 let options = a.connect_options_changed(glib::clone!(
                     #[weak(rename_to = composer)]
                     obj,
-                    move |a| option_pickers::rebuild(&composer.imp().options, Some(a))
+                    move |a| {
+                        let imp = composer.imp();
+                        option_pickers::rebuild(&imp.options, Some(a), &imp.picker_shape)
+                    }
                 ));
                 // Once running, the session is opened so the pickers show
                 // before the first message.
@@ -87,7 +92,9 @@ mod imp {
                     a.prepare();
                 }
             }
-            option_pickers::rebuild(&self.options, agent.as_ref());
+            // Another agent's pickers are built anew.
+            self.picker_shape.replace(String::new());
+            option_pickers::rebuild(&self.options, agent.as_ref(), &self.picker_shape);
             self.agent.replace(agent);
             obj.update();
         }
@@ -507,6 +514,23 @@ impl Composer {
         false
     }
 
+    /// What a drop brought: files or a picture are attached (`true`).
+    pub fn take_drop(&self, value: &glib::Value) -> bool {
+        if let Ok(files) = value.get::<gdk::FileList>() {
+            for f in files.files() {
+                if let Some(p) = f.path() {
+                    self.add_file(p);
+                }
+            }
+            return true;
+        }
+        if let Ok(texture) = value.get::<gdk::Texture>() {
+            self.add_image(&texture);
+            return true;
+        }
+        false
+    }
+
     /// Files and pictures dropped here (the window adds one to the
     /// conversation too) are attached.
     pub fn drop_target(&self) -> gtk::DropTarget {
@@ -517,21 +541,7 @@ impl Composer {
             self,
             #[upgrade_or]
             false,
-            move |_, value, _, _| {
-                if let Ok(files) = value.get::<gdk::FileList>() {
-                    for f in files.files() {
-                        if let Some(p) = f.path() {
-                            composer.add_file(p);
-                        }
-                    }
-                    return true;
-                }
-                if let Ok(texture) = value.get::<gdk::Texture>() {
-                    composer.add_image(&texture);
-                    return true;
-                }
-                false
-            }
+            move |_, value, _, _| composer.take_drop(value)
         ));
         target
     }

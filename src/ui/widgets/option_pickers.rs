@@ -4,6 +4,8 @@
 //! model, thought level, other. A change goes to the agent; if it refuses,
 //! the picker shows the old value again and a toast gives its words.
 
+use std::cell::{Cell, RefCell};
+
 use gtk::prelude::*;
 use gtk::{glib, pango};
 
@@ -20,11 +22,32 @@ fn category_icon(category: &str) -> &'static str {
     }
 }
 
-/// Fills `box_` with the agent's pickers (hidden when there are none).
-pub fn rebuild(box_: &gtk::FlowBox, agent: Option<&AgentObject>) {
-    while let Some(child) = box_.first_child() {
-        box_.remove(&child);
-    }
+thread_local! {
+    /// Set while the pickers show a new value themselves (not the user).
+    static UPDATING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Which options and choices there are, without their current values.
+fn shape(options: &[SessionOption]) -> String {
+    options
+        .iter()
+        .map(|o| {
+            let mut o = o.clone();
+            match &mut o.value {
+                OptionValue::Select { current, .. } => current.clear(),
+                OptionValue::Boolean { current } => *current = false,
+            }
+            serde_json::to_string(&o).unwrap_or_default()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Shows the agent's options in `box_` (hidden when there are none). When
+/// only values changed, the pickers are updated where they are: a picker
+/// whose popover just closed is never destroyed under it. `kept` holds the
+/// shape last built.
+pub fn rebuild(box_: &gtk::FlowBox, agent: Option<&AgentObject>, kept: &RefCell<String>) {
     let mut options = agent.map(AgentObject::options).unwrap_or_default();
     options.sort_by_key(|o| {
         CATEGORIES
@@ -32,6 +55,17 @@ pub fn rebuild(box_: &gtk::FlowBox, agent: Option<&AgentObject>) {
             .position(|c| *c == o.category)
             .unwrap_or(CATEGORIES.len())
     });
+    let shape = shape(&options);
+    if agent.is_some() && !options.is_empty() && *kept.borrow() == shape {
+        for option in &options {
+            update(box_, option);
+        }
+        return;
+    }
+    kept.replace(shape);
+    while let Some(child) = box_.first_child() {
+        box_.remove(&child);
+    }
     box_.set_visible(!options.is_empty());
     let Some(agent) = agent else { return };
     for option in options {
@@ -43,6 +77,75 @@ pub fn rebuild(box_: &gtk::FlowBox, agent: Option<&AgentObject>) {
         // The pickers take focus, not the flow box's children around them.
         if let Some(child) = widget.parent() {
             child.set_focusable(false);
+        }
+    }
+}
+
+/// Every descendant of `w` (a popover's rows).
+fn descendants(w: &gtk::Widget, out: &mut Vec<gtk::Widget>) {
+    let mut child = w.first_child();
+    while let Some(c) = child {
+        out.push(c.clone());
+        descendants(&c, out);
+        child = c.next_sibling();
+    }
+}
+
+/// Shows an option's new value in its picker.
+fn update(box_: &gtk::FlowBox, option: &SessionOption) {
+    let name = format!("option-{}", option.id);
+    let mut all = Vec::new();
+    descendants(box_.upcast_ref(), &mut all);
+    let Some(widget) = all.into_iter().find(|w| w.widget_name() == name) else {
+        return;
+    };
+    match &option.value {
+        OptionValue::Select { current, choices } => {
+            let Some(button) = widget.downcast_ref::<gtk::MenuButton>() else {
+                return;
+            };
+            let current_name = option.current_name();
+            let (label, tip) = describe(option, &current_name);
+            if let Some(text) = button
+                .child()
+                .and_then(|c| c.first_child())
+                .and_then(|i| i.next_sibling())
+                .and_downcast::<gtk::Label>()
+            {
+                text.set_text(&current_name);
+            }
+            button.set_tooltip_text(Some(&tip));
+            crate::ui::a11y::set_label(button, &label);
+            let Some(popover) = button.popover() else { return };
+            let mut rows = Vec::new();
+            descendants(popover.upcast_ref(), &mut rows);
+            for row in rows.iter().filter_map(|w| w.downcast_ref::<gtk::ListBoxRow>()) {
+                let Some(i) = row
+                    .widget_name()
+                    .strip_prefix("choice-")
+                    .and_then(|i| i.parse::<usize>().ok())
+                else {
+                    continue;
+                };
+                let Some(choice) = choices.get(i) else { continue };
+                let selected = choice.value == *current;
+                if let Some(check) = row.child().and_then(|b| b.last_child()) {
+                    check.set_opacity(if selected { 1.0 } else { 0.0 });
+                }
+                crate::ui::a11y::set_label(row, &choice_label(choice, selected));
+            }
+        }
+        OptionValue::Boolean { current } => {
+            let Some(button) = widget.downcast_ref::<gtk::ToggleButton>() else {
+                return;
+            };
+            let state = if *current { gettext("on") } else { gettext("off") };
+            let (label, tip) = describe(option, &state);
+            UPDATING.with(|u| u.set(true));
+            button.set_active(*current);
+            UPDATING.with(|u| u.set(false));
+            button.set_tooltip_text(Some(&tip));
+            crate::ui::a11y::set_label(button, &label);
         }
     }
 }
@@ -92,12 +195,32 @@ fn select_picker(
     list.set_selection_mode(gtk::SelectionMode::None);
     list.add_css_class("navigation-sidebar");
     crate::ui::a11y::set_label(&list, &option.name);
+    // The option itself heads its choices: its name and what it is for.
+    let heading = gtk::Box::new(gtk::Orientation::Vertical, 2);
+    heading.set_margin_start(12);
+    heading.set_margin_end(12);
+    heading.set_margin_top(6);
+    heading.set_margin_bottom(6);
+    let title = gtk::Label::new(Some(&option.name));
+    title.add_css_class("heading");
+    title.set_xalign(0.0);
+    heading.append(&title);
+    if let Some(d) = &option.description {
+        let desc = gtk::Label::new(Some(d));
+        desc.add_css_class("dim-label");
+        desc.add_css_class("caption");
+        desc.set_xalign(0.0);
+        desc.set_wrap(true);
+        desc.set_max_width_chars(40);
+        heading.append(&desc);
+    }
     let mut last_group: Option<&str> = None;
-    for choice in choices {
+    for (index, choice) in choices.iter().enumerate() {
         if choice.group.as_deref() != last_group {
             if let Some(g) = &choice.group {
                 let header = gtk::Label::new(Some(g));
-                header.add_css_class("heading");
+                header.add_css_class("caption-heading");
+                header.add_css_class("dim-label");
                 header.set_xalign(0.0);
                 header.set_margin_top(6);
                 let row = gtk::ListBoxRow::builder()
@@ -110,12 +233,18 @@ fn select_picker(
             }
             last_group = choice.group.as_deref();
         }
-        list.append(&choice_row(choice, choice.value == current));
+        let row = choice_row(choice, choice.value == current);
+        row.set_widget_name(&format!("choice-{index}"));
+        list.append(&row);
     }
+    let content_box = gtk::Box::new(gtk::Orientation::Vertical, 0);
+    content_box.append(&heading);
+    content_box.append(&list);
     let scroller = gtk::ScrolledWindow::builder()
-        .child(&list)
+        .child(&content_box)
         .hscrollbar_policy(gtk::PolicyType::Never)
         .propagate_natural_height(true)
+        .propagate_natural_width(true)
         .max_content_height(420)
         .build();
     let popover = gtk::Popover::builder().child(&scroller).build();
@@ -123,7 +252,7 @@ fn select_picker(
     button.set_popover(Some(&popover));
 
     let values: Vec<Option<String>> = choices.iter().map(|c| Some(c.value.clone())).collect();
-    let (id, current) = (option.id.clone(), current.to_owned());
+    let id = option.id.clone();
     list.connect_row_activated(glib::clone!(
         #[weak]
         agent,
@@ -131,25 +260,22 @@ fn select_picker(
         button,
         #[weak]
         popover,
-        move |list, row| {
+        move |_, row| {
             popover.popdown();
-            // Rows are the choices, with group headers between them.
-            let mut index = 0;
-            let mut child = list.first_child();
-            let mut chosen = None;
-            while let Some(c) = child {
-                if let Some(r) = c.downcast_ref::<gtk::ListBoxRow>() {
-                    if r.is_activatable() {
-                        if r == row {
-                            chosen = values.get(index).cloned().flatten();
-                            break;
-                        }
-                        index += 1;
-                    }
-                }
-                child = c.next_sibling();
-            }
-            let Some(value) = chosen.filter(|v| *v != current) else {
+            // Rows are named after their choice's index (group headers
+            // between them are not).
+            let chosen = row
+                .widget_name()
+                .strip_prefix("choice-")
+                .and_then(|i| i.parse::<usize>().ok())
+                .and_then(|i| values.get(i).cloned().flatten());
+            // The value now, not when the picker was built.
+            let now = agent
+                .options()
+                .into_iter()
+                .find(|o| o.id == id)
+                .map(|o| o.current_text());
+            let Some(value) = chosen.filter(|v| Some(v) != now.as_ref()) else {
                 return;
             };
             button.set_sensitive(false);
@@ -193,6 +319,12 @@ fn choice_row(choice: &Choice, selected: bool) -> gtk::ListBoxRow {
     check.set_opacity(if selected { 1.0 } else { 0.0 });
     row_box.append(&check);
     let row = gtk::ListBoxRow::builder().child(&row_box).build();
+    crate::ui::a11y::set_label(&row, &choice_label(choice, selected));
+    row
+}
+
+/// "Sonnet, fast and cheap (current)": what a screen reader says of a row.
+fn choice_label(choice: &Choice, selected: bool) -> String {
     let mut label = choice.name.clone();
     if let Some(d) = &choice.description {
         label = format!("{label}, {d}");
@@ -200,8 +332,7 @@ fn choice_row(choice: &Choice, selected: bool) -> gtk::ListBoxRow {
     if selected {
         label = gettext_f("{choice} (current)", &[("choice", &label)]);
     }
-    crate::ui::a11y::set_label(&row, &label);
-    row
+    label
 }
 
 fn boolean_picker(agent: &AgentObject, option: &SessionOption, current: bool) -> gtk::Widget {
@@ -221,6 +352,9 @@ fn boolean_picker(agent: &AgentObject, option: &SessionOption, current: bool) ->
         #[weak]
         agent,
         move |button| {
+            if UPDATING.with(Cell::get) {
+                return;
+            }
             button.set_sensitive(false);
             agent.set_option(
                 &id,
