@@ -166,7 +166,7 @@ async fn apply_settings(core: &Core, agent: &str, settings: &[(String, String)])
     if settings.is_empty() {
         return Ok(());
     }
-    let options = core.chat.prepare(agent).await?;
+    let mut options = core.chat.prepare(agent).await?;
     for (key, raw) in settings {
         let option = controls::find(&options, key)
             .ok_or_else(|| gettext_f("the agent offers no option {option}", &[("option", key)]))?;
@@ -178,7 +178,8 @@ async fn apply_settings(core: &Core, agent: &str, settings: &[(String, String)])
             },
             OptionValue::Select { .. } => Value::String(raw.clone()),
         };
-        core.chat.set_option(agent, &option.id, value).await?;
+        // A change may change the list (a model's own effort levels).
+        options = core.chat.set_option(agent, &option.id, value).await?;
     }
     Ok(())
 }

@@ -14,16 +14,27 @@ const FRESH_FOR: Duration = Duration::from_secs(30);
 #[derive(Default)]
 pub struct FileIndexes {
     kept: Mutex<HashMap<PathBuf, (Instant, Arc<FileIndex>)>>,
+    /// One walk at a time: every keystroke after `@` asks, and the others
+    /// wait for the walk under way and take its index.
+    walking: Mutex<()>,
 }
 
 impl FileIndexes {
     /// The index of `root`, walked again if stale (blocking).
     pub fn get(&self, root: &Path) -> Arc<FileIndex> {
         let lock = || self.kept.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((at, index)) = lock().get(root) {
-            if at.elapsed() < FRESH_FOR {
-                return index.clone();
-            }
+        let fresh = || {
+            lock()
+                .get(root)
+                .filter(|(at, _)| at.elapsed() < FRESH_FOR)
+                .map(|(_, index)| index.clone())
+        };
+        if let Some(index) = fresh() {
+            return index;
+        }
+        let _walking = self.walking.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(index) = fresh() {
+            return index;
         }
         let index = Arc::new(FileIndex::build(root));
         let mut kept = lock();
@@ -68,7 +79,12 @@ impl FileIndex {
                 break;
             }
             if let Ok(rel) = entry.path().strip_prefix(root) {
-                paths.push(rel.to_string_lossy().into_owned());
+                let rel = rel.to_string_lossy();
+                // Shown in a list and written into the message: a name
+                // with control characters is not offered.
+                if !rel.chars().any(char::is_control) {
+                    paths.push(rel.into_owned());
+                }
             }
         }
         paths.sort_unstable();

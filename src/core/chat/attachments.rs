@@ -119,7 +119,7 @@ pub(super) fn prepare(
             if caps.is_some_and(|c| !c.image) {
                 return Err(no_images(&name));
             }
-            if !mime_type.starts_with("image/") {
+            if !["image/png", "image/jpeg", "image/gif", "image/webp"].contains(&mime_type.as_str()) {
                 return Err(gettext_f("{name} is not an image", &[("name", &name)]));
             }
             Ok(Attachment {
@@ -132,18 +132,27 @@ pub(super) fn prepare(
             })
         }
         AttachmentInput::Mention(path) => {
-            // Checked as a file (it exists, is within the limit); an
-            // image too goes as a link then, which any agent takes.
-            let mut a = prepare(AttachmentInput::File(path), None)?;
-            a.sent_as = AttachmentKind::Link;
-            a.content = None;
-            Ok(a)
+            // Checked as a file (it exists, is within the limit), never
+            // read: an image too goes as a link, which any agent takes.
+            let path = std::fs::canonicalize(&path).map_err(|e| {
+                gettext_f(
+                    "cannot attach {name}: {error}",
+                    &[("name", &display_name(&path)), ("error", &e.to_string())],
+                )
+            })?;
+            check_file(&path, None)?;
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            Ok(Attachment {
+                name: display_name(&path),
+                uri: file_uri(&path),
+                mime_type: image_mime(&path).unwrap_or_else(|| text_mime(&path)).to_owned(),
+                size,
+                sent_as: AttachmentKind::Link,
+                content: None,
+            })
         }
         AttachmentInput::File(path) => {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| path.display().to_string());
+            let name = display_name(&path);
             let cant = |e: std::io::Error| {
                 gettext_f(
                     "cannot attach {name}: {error}",
@@ -201,14 +210,20 @@ pub(super) fn prepare(
     }
 }
 
-/// The quick check of a file as it is attached in the window (a stat, no
-/// reading): it exists, is a regular file within the limit, and is not an
-/// image for an agent known to take none.
-pub fn check_file(path: &Path, caps: Option<&acp::PromptCapabilities>) -> Result<(), String> {
+/// A file's name as shown: no control characters, bounded.
+fn display_name(path: &Path) -> String {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
+    name.chars().filter(|c| !c.is_control()).take(200).collect()
+}
+
+/// The quick check of a file as it is attached in the window (a stat, no
+/// reading): it exists, is a regular file within the limit, and is not an
+/// image for an agent known to take none.
+pub fn check_file(path: &Path, caps: Option<&acp::PromptCapabilities>) -> Result<(), String> {
+    let name = display_name(path);
     let meta = std::fs::metadata(path).map_err(|e| {
         gettext_f(
             "cannot attach {name}: {error}",

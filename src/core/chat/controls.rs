@@ -121,8 +121,17 @@ fn text_at(v: &Value, key: &str) -> Option<String> {
     v.get(key).and_then(Value::as_str).map(clean)
 }
 
+/// An id or value the agent gets back: taken as it is, or not at all (one
+/// with control characters or over the length limit is left out).
+fn id_at(v: &Value, key: &str) -> Option<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| s.len() <= MAX_TEXT && !s.chars().any(char::is_control))
+        .map(str::to_owned)
+}
+
 fn choice(v: &Value, group: Option<&str>) -> Option<Choice> {
-    let value = text_at(v, "value")?;
+    let value = id_at(v, "value")?;
     Some(Choice {
         name: text_at(v, "name").unwrap_or_else(|| value.clone()),
         value,
@@ -133,7 +142,7 @@ fn choice(v: &Value, group: Option<&str>) -> Option<Choice> {
 
 /// One entry of `configOptions`; `None` for one Parley cannot show.
 fn config_option(v: &Value) -> Option<SessionOption> {
-    let id = text_at(v, "id").filter(|i| !i.is_empty())?;
+    let id = id_at(v, "id").filter(|i| !i.is_empty())?;
     let value = match v.get("type").and_then(Value::as_str)? {
         "select" => {
             let mut choices = Vec::new();
@@ -151,7 +160,7 @@ fn config_option(v: &Value) -> Option<SessionOption> {
                 }
             }
             OptionValue::Select {
-                current: text_at(v, "currentValue")?,
+                current: id_at(v, "currentValue")?,
                 choices,
             }
         }
@@ -208,7 +217,7 @@ fn legacy(answer: &Value, source: OptionSource) -> Option<SessionOption> {
         .iter()
         .take(MAX_CHOICES)
         .filter_map(|m| {
-            let value = text_at(m, id_key)?;
+            let value = id_at(m, id_key)?;
             Some(Choice {
                 name: text_at(m, "name").unwrap_or_else(|| value.clone()),
                 value,
@@ -226,7 +235,7 @@ fn legacy(answer: &Value, source: OptionSource) -> Option<SessionOption> {
         description: None,
         category: id.to_owned(),
         value: OptionValue::Select {
-            current: text_at(state, current).unwrap_or_default(),
+            current: id_at(state, current).unwrap_or_default(),
             choices,
         },
         source,
@@ -339,13 +348,14 @@ mod tests {
             {"id": "b", "type": "select", "currentValue": "x", "options": [{"group": "g", "name": "G",
                 "options": [{"value": "x", "name": "X"}]}], "category": "speed"},
             {"type": "boolean", "currentValue": true},
-            {"id": "b", "type": "boolean", "currentValue": true}
+            {"id": "b", "type": "boolean", "currentValue": true},
+            {"id": "c\u{7}", "type": "boolean", "currentValue": true}
         ]);
         let options = config_options(&odd);
         assert_eq!(
             options.len(),
             1,
-            "unknown types, missing ids and repeated ids are left out"
+            "unknown types, missing, repeated and unclean ids are left out, never rewritten"
         );
         assert_eq!(options[0].category, "other");
         match &options[0].value {

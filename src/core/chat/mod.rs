@@ -456,13 +456,12 @@ impl Chat {
             .capabilities(agent)
             .map(|c| c.prompt_capabilities)
             .unwrap_or_default();
-        let blocks = {
-            let convs = lock(&self.inner.convs);
-            let message = convs
-                .get(agent)
-                .and_then(|c| c.messages.iter().rev().find(|m| m.id == id));
-            message.map(|m| attachments::prompt_blocks(m, &caps))
-        };
+        // Cloned (the attachments' bytes are shared), then encoded without
+        // the lock: every agent's updates wait on it.
+        let message = lock(&self.inner.convs)
+            .get(agent)
+            .and_then(|c| c.messages.iter().rev().find(|m| m.id == id).cloned());
+        let blocks = message.map(|m| attachments::prompt_blocks(&m, &caps));
         let blocks = match blocks {
             Some(Ok(blocks)) => blocks,
             Some(Err(why)) => {

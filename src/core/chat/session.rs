@@ -164,10 +164,29 @@ impl Chat {
             c.had_session = true;
             c.options = controls::from_session_answer(&raw);
             c.title = None;
+            c.usage = Default::default();
             let sid = response.session_id.to_string();
-            let early: Vec<_> = early.into_iter().filter(|(s, _)| *s == sid).collect();
-            self.emit(c.session_changed(agent));
-            (restarted, response.session_id, early)
+            // What the agent said of the session's state before answering
+            // (options, mode, title, commands, usage) applies now, before
+            // the defaults change it; content waits for the turn's message.
+            let mut content = Vec::new();
+            let mut next_id = || self.next_id("m");
+            let mut emit = |e| self.emit(e);
+            for (s, update) in early.into_iter().filter(|(s, _)| *s == sid) {
+                use acp::SessionUpdate as U;
+                match update {
+                    U::ConfigOptionUpdate(_)
+                    | U::CurrentModeUpdate(_)
+                    | U::SessionInfoUpdate(_)
+                    | U::AvailableCommandsUpdate(_)
+                    | U::UsageUpdate(_) => {
+                        c.apply(agent, update, &mut next_id, &mut emit);
+                    }
+                    other => content.push((s, other)),
+                }
+            }
+            emit(c.session_changed(agent));
+            (restarted, response.session_id, content)
         };
         if restarted {
             self.system_message(agent, MessageCode::AgentRestarted, None);
@@ -257,6 +276,11 @@ impl Chat {
         let Some(c) = convs.get_mut(agent) else {
             return Ok(());
         };
+        // The session may have ended (or another opened) meanwhile: its
+        // answer is not this session's.
+        if c.session.as_ref().is_none_or(|(s, _)| s != sid) {
+            return Err(crate::i18n::gettext("the agent stopped"));
+        }
         match answer {
             // The agent's whole list after the change.
             Some(list) if list.is_array() => {

@@ -40,7 +40,7 @@ impl Conv {
                 self.usage = Usage {
                     used: u.used,
                     size: u.size,
-                    cost: u.cost.filter(|c| c.amount.is_finite()).map(|c| Cost {
+                    cost: u.cost.filter(|c| (0.0..=1e9).contains(&c.amount)).map(|c| Cost {
                         amount: c.amount,
                         currency: c
                             .currency
@@ -532,6 +532,10 @@ mod tests {
             c.usage.cost.as_ref().map(|c| (c.amount, c.currency.as_str())),
             Some((0.25, "USD"))
         );
+        let huge = json!({"sessionUpdate": "usage_update", "used": 1, "size": 2,
+            "cost": {"amount": 1e300, "currency": "USD"}});
+        c.apply("a", update(huge), &mut none, &mut |_| {});
+        assert_eq!(c.usage.cost, None, "an amount no session costs is not shown");
         // The config option joined the legacy mode, which kept its new value.
         let ids: Vec<_> = c
             .options

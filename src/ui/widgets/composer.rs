@@ -54,6 +54,8 @@ mod imp {
         pub pending: RefCell<Vec<Pending>>,
         /// The shape of the pickers last built (see `option_pickers`).
         pub picker_shape: RefCell<String>,
+        /// The open file chooser: GTK does not keep a native dialog alive.
+        pub chooser: RefCell<Option<gtk::FileChooserNative>>,
     }
 
     impl Composer {
@@ -463,9 +465,11 @@ impl Composer {
                     }
                 }
                 chooser.destroy();
+                composer.imp().chooser.replace(None);
             }
         ));
         chooser.show();
+        self.imp().chooser.replace(Some(chooser));
     }
 
     /// Files or a picture in the clipboard are attached (`true`); text is
