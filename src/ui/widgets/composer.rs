@@ -274,6 +274,7 @@ impl Composer {
             .iter()
             .map(|p| p.input.clone())
             .collect();
+        let sent = attachments.len();
         if text.trim().is_empty() && attachments.is_empty() {
             return;
         }
@@ -285,7 +286,7 @@ impl Composer {
                 #[weak(rename_to = composer)]
                 self,
                 move |r: Result<(), (String, String)>| match r {
-                    Ok(()) => composer.clear_attachments(),
+                    Ok(()) => composer.remove_sent(sent),
                     Err((e, text)) => {
                         // Nothing is lost: the text goes back into the composer.
                         composer.imp().text.buffer().set_text(&text);
@@ -341,6 +342,19 @@ impl Composer {
             return;
         }
         let data = texture.save_to_png_bytes().to_vec();
+        if data.len() as u64 > crate::core::chat::MAX_ATTACHMENT_BYTES {
+            self.toast(&gettext_f(
+                "The picture is {size} MiB as a PNG; attachments are limited to {limit} MiB",
+                &[
+                    ("size", &(data.len() >> 20).to_string()),
+                    (
+                        "limit",
+                        &(crate::core::chat::MAX_ATTACHMENT_BYTES >> 20).to_string(),
+                    ),
+                ],
+            ));
+            return;
+        }
         let n = self
             .imp()
             .pending
@@ -429,13 +443,20 @@ impl Composer {
         imp.text.grab_focus();
     }
 
-    fn clear_attachments(&self) {
+    /// The first `sent` attachments went with a message; any added while
+    /// it was on its way stay.
+    fn remove_sent(&self, sent: usize) {
         let imp = self.imp();
-        imp.pending.borrow_mut().clear();
-        while let Some(c) = imp.attachments.first_child() {
-            imp.attachments.remove(&c);
+        for _ in 0..sent {
+            if imp.pending.borrow().is_empty() {
+                break;
+            }
+            imp.pending.borrow_mut().remove(0);
+            if let Some(c) = imp.attachments.first_child() {
+                imp.attachments.remove(&c);
+            }
         }
-        imp.attachments.set_visible(false);
+        imp.attachments.set_visible(!imp.pending.borrow().is_empty());
     }
 
     /// The native file chooser (the portal's, in a sandbox).
