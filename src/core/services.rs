@@ -293,8 +293,11 @@ impl Core {
         })
     }
 
+    /// `Validate`: also warns of agent defaults that the agent did not offer
+    /// at its last session in this run.
     pub fn validate(&self, text: &str) -> Vec<Problem> {
-        validate::validate(text).problems
+        let chat = self.chat.clone();
+        validate::validate_knowing(text, &move |agent, key, value| chat.offers(agent, key, value)).problems
     }
 
     /// Writes `text` if it is valid and applies it at once; otherwise returns

@@ -188,6 +188,18 @@ async fn defaults_apply_to_every_new_session_and_others_are_warned() {
         w[0].contains("mode") && w[0].contains("yolo") && w[0].contains("not offered"),
         "{w:?}"
     );
+    // Once the agent has answered a session, Validate knows what it offers.
+    let text = std::fs::read_to_string(h.path()).expect("config");
+    let problems = h.core.validate(&text);
+    let warned: Vec<_> = problems.iter().filter(|p| p.warning && p.message.contains("defaults")).collect();
+    assert_eq!(warned.len(), 1, "{problems:?}");
+    assert!(
+        warned[0].message.contains("agents[0].defaults.mode") && warned[0].message.contains("ask, code, architect"),
+        "{}",
+        warned[0].message
+    );
+    let line = text.lines().position(|l| l.contains("\"yolo\"")).map(|i| i + 1);
+    assert_eq!(Some(warned[0].line), line, "at the value's line");
     // A restart opens a new session: the defaults again.
     h.core.supervisor.restart("a").await.expect("restart");
     let said = ask(&mut h, "a", "received", Vec::new()).await;

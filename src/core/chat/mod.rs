@@ -147,6 +147,9 @@ struct ChatInner {
     /// One session is opened at a time per agent (a turn and the window's
     /// pickers may both ask for it).
     openers: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    /// The options each agent offered at its last session in this run (for
+    /// `Validate`'s warnings about defaults).
+    offered: Mutex<HashMap<String, Vec<controls::SessionOption>>>,
     events: EventSender,
     supervisor: Supervisor,
     next_id: AtomicU64,
@@ -175,6 +178,7 @@ impl Chat {
             inner: Arc::new(ChatInner {
                 convs: Mutex::new(HashMap::new()),
                 openers: Mutex::new(HashMap::new()),
+                offered: Mutex::new(HashMap::new()),
                 events,
                 supervisor: supervisor.clone(),
                 next_id: AtomicU64::new(1),

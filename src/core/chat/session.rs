@@ -163,6 +163,9 @@ impl Chat {
             c.session = Some((response.session_id.clone(), generation));
             c.had_session = true;
             c.options = controls::from_session_answer(&raw);
+            if !c.options.is_empty() {
+                lock(&self.inner.offered).insert(agent.to_owned(), c.options.clone());
+            }
             c.title = None;
             c.usage = Default::default();
             let sid = response.session_id.to_string();
@@ -323,6 +326,31 @@ impl Chat {
             Err(e) => return Err(ChatError::Unavailable(e.to_string())),
         }
         Ok(self.options(agent))
+    }
+
+    /// Whether the agent, at its last session in this run, offered `value`
+    /// for the option `key` (an id or a category): `None` when not known.
+    pub fn offers(&self, agent: &str, key: &str, value: &Value) -> Option<Result<(), String>> {
+        let offered = lock(&self.inner.offered);
+        let options = offered.get(agent)?;
+        let Some(option) = controls::find(options, key) else {
+            let ids: Vec<&str> = options.iter().map(|o| o.id.as_str()).collect();
+            return Some(Err(gettext_f(
+                "no option {key}; its options are {ids}",
+                &[("key", key), ("ids", &ids.join(", "))],
+            )));
+        };
+        if option.offers(value) {
+            return Some(Ok(()));
+        }
+        Some(Err(match &option.value {
+            controls::OptionValue::Select { choices, .. } => choices
+                .iter()
+                .map(|c| c.value.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            controls::OptionValue::Boolean { .. } => "true, false".to_owned(),
+        }))
     }
 
     /// The session's options (empty before a session is open).

@@ -280,7 +280,18 @@ fn parse_with(text: &str, conv: &mut Converter) -> Result<Value, Problem> {
     }
 }
 
+/// What an agent is known to offer for a default (`agent`, key, value):
+/// `None` when not known (it has not answered a session yet), else
+/// `Some(Err(what it offers))` when it does not offer that value.
+pub type DefaultsCheck<'a> = &'a dyn Fn(&str, &str, &Value) -> Option<Result<(), String>>;
+
 pub fn validate(text: &str) -> Validated {
+    validate_knowing(text, &|_, _, _| None)
+}
+
+/// `validate`, and a warning for each agent default that the agent, at its
+/// last session, did not offer (see `DefaultsCheck`).
+pub fn validate_knowing(text: &str, offered: DefaultsCheck<'_>) -> Validated {
     let index = LineIndex::new(text);
     let mut conv = Converter::default();
     let value = match parse_with(text, &mut conv) {
@@ -366,6 +377,41 @@ pub fn validate(text: &str) -> Validated {
                     ),
                     true,
                 );
+            }
+        }
+    }
+
+    // Warnings: defaults the agent did not offer at its last session.
+    if let Some(agents) = value.get("agents").and_then(Value::as_array) {
+        for (i, agent) in agents.iter().enumerate() {
+            let (Some(name), Some(defaults)) = (
+                agent.get("name").and_then(Value::as_str),
+                agent.get("defaults").and_then(Value::as_object),
+            ) else {
+                continue;
+            };
+            for (key, v) in defaults {
+                if let Some(Err(offers)) = offered(name, key, v) {
+                    let ptr = format!(
+                        "/agents/{i}/defaults/{}",
+                        key.replace('~', "~0").replace('/', "~1")
+                    );
+                    let shown = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
+                    push(
+                        &ptr,
+                        false,
+                        gettext_f(
+                            "{path}: {agent} did not offer “{value}” at its last session (it offered {offers}); the default is left out",
+                            &[
+                                ("path", &key_path(&ptr)),
+                                ("agent", name),
+                                ("value", &shown),
+                                ("offers", &offers),
+                            ],
+                        ),
+                        true,
+                    );
+                }
             }
         }
     }
