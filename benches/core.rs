@@ -8,6 +8,9 @@
 //!   serde_json parsing the same 100,000 lines from memory.
 //! - start: `Start` → `ready` minus the demo agent's own spawn + handshake,
 //!   measured by hand over pipes.
+//! - history: the SQLite store writing 100,000 chunks (floor: parsing them),
+//!   reading a 10,000-message conversation (floor: its rows' JSON parsed)
+//!   and searching 100,000 messages (floor: a substring scan in memory).
 //! - files: the @-mention index of a 100,000-file tree (.gitignore honoured);
 //!   floor: a plain `read_dir` walk. A fuzzy query over it; floor: a
 //!   substring scan of the same paths.
@@ -277,6 +280,146 @@ fn bench_files() {
         query.as_secs_f64() * 1e3, query_floor.as_secs_f64() * 1e3, query.as_secs_f64() / query_floor.as_secs_f64());
 }
 
+/// The history store (issue 16's groundwork): 100,000 streamed chunks
+/// written through the writer, a 10,000-message conversation read back,
+/// and a search over 100,000 stored messages, each against a floor.
+fn bench_history() {
+    use parley::core::chat::message::{Message, Part, PartKind, Role};
+    use parley::core::history::{History, Op};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (h, _) = History::open(&dir.path().join("h.sqlite3")).expect("open");
+    let conv = |id: &str| Op::Conversation {
+        id: id.into(),
+        config: "/c.json".into(),
+        agent: "demo".into(),
+        created_at: "2026-12-01T10:00:00.000Z".into(),
+    };
+    let words = [
+        "rainbow", "kernel", "parser", "window", "session", "terminal", "history", "search",
+    ];
+
+    // Writing a stream: the floor is serde_json parsing the same chunks.
+    h.writer().send(conv("stream"));
+    let mut m = Message::new("a1".into(), "demo", Role::Agent);
+    m.done = false;
+    h.writer().send(Op::Message {
+        conversation: "stream".into(),
+        message: m,
+    });
+    let chunks: Vec<String> = (0..100_000)
+        .map(|i| format!("chunk {i} of {} ", words[i % 8]))
+        .collect();
+    let lines: Vec<String> = chunks
+        .iter()
+        .map(|c| serde_json::to_string(&json!({"text": c})).unwrap_or_default())
+        .collect();
+    let t = Instant::now();
+    for l in &lines {
+        std::hint::black_box(serde_json::from_str::<Value>(l).ok());
+    }
+    let write_floor = t.elapsed();
+    let t = Instant::now();
+    for c in chunks {
+        h.writer().send(Op::Delta {
+            conversation: "stream".into(),
+            message_id: "a1".into(),
+            index: 0,
+            kind: PartKind::Text,
+            text: Some(c),
+            part: None,
+        });
+    }
+    h.writer().flush().expect("flush");
+    let write = t.elapsed();
+
+    // 100,000 messages in 10 conversations of 10,000.
+    for c in 0..10 {
+        let id = format!("c{c}");
+        h.writer().send(conv(&id));
+        for i in 0..10_000 {
+            let mut m = Message::new(
+                format!("m{i}"),
+                "demo",
+                if i % 2 == 0 { Role::User } else { Role::Agent },
+            );
+            m.parts.push(Part::Text {
+                text: format!(
+                    "message {i} about the {} and the {} in conversation {c}",
+                    words[i % 8],
+                    words[(i / 8) % 8]
+                ),
+            });
+            h.writer().send(Op::Message {
+                conversation: id.clone(),
+                message: m,
+            });
+        }
+    }
+    h.writer().flush().expect("flush");
+    let open = median(
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(h.messages("c3").expect("messages"));
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let raw = rusqlite::Connection::open(dir.path().join("h.sqlite3")).expect("raw");
+    let open_floor = median(
+        (0..5)
+            .map(|_| {
+                let t = Instant::now();
+                let mut stmt = raw
+                    .prepare("SELECT meta FROM messages WHERE conversation = 'c3' ORDER BY seq")
+                    .expect("prepare");
+                let metas: Vec<Value> = stmt
+                    .query_map([], |r| r.get::<_, String>(0))
+                    .expect("query")
+                    .filter_map(Result::ok)
+                    .filter_map(|m| serde_json::from_str(&m).ok())
+                    .collect();
+                std::hint::black_box(metas);
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let texts: Vec<String> = raw
+        .prepare("SELECT lower(text) FROM messages")
+        .expect("prepare")
+        .query_map([], |r| r.get(0))
+        .expect("query")
+        .filter_map(Result::ok)
+        .collect();
+    let queries = ["kernel parser", "rainb", "window conversation 7", "nothing-here"];
+    let search = median(
+        (0..20)
+            .map(|i| {
+                let t = Instant::now();
+                std::hint::black_box(h.search("/c.json", queries[i % 4], 20).expect("search"));
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let search_floor = median(
+        (0..20)
+            .map(|i| {
+                let q = queries[i % 4].split(' ').next().unwrap_or_default();
+                let t = Instant::now();
+                std::hint::black_box(texts.iter().filter(|t| t.contains(q)).count());
+                t.elapsed()
+            })
+            .collect(),
+    );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!("history write 100,000 chunks: {:>8.1} ms   floor (serde_json parsing them) {:>7.1} ms   ratio {:>5.2}",
+        ms(write), ms(write_floor), ms(write) / ms(write_floor));
+    println!("history open 10,000 messages: {:>8.1} ms   floor (the rows' JSON parsed) {:>7.1} ms   ratio {:>5.2}   goal: < 100 ms",
+        ms(open), ms(open_floor), ms(open) / ms(open_floor));
+    println!("history search 100,000 msgs:  {:>8.2} ms   floor (substring scan in memory) {:>7.2} ms   ratio {:>5.2}   goal: < 50 ms",
+        ms(search), ms(search_floor), ms(search) / ms(search_floor));
+}
+
 fn main() {
     // `cargo bench` passes --bench; `cargo test --all-targets` runs this too,
     // in a debug build where the figures mean nothing: then only say so.
@@ -322,6 +465,9 @@ fn main() {
     }
     if run("files") {
         bench_files();
+    }
+    if run("history") {
+        bench_history();
     }
     if run("start") {
         let (ours, floor) = bench_start();

@@ -9,5 +9,6 @@ pub mod chat;
 pub mod config;
 pub mod events;
 pub mod files;
+pub mod history;
 pub mod services;
 pub mod supervisor;

@@ -191,10 +191,14 @@ async fn defaults_apply_to_every_new_session_and_others_are_warned() {
     // Once the agent has answered a session, Validate knows what it offers.
     let text = std::fs::read_to_string(h.path()).expect("config");
     let problems = h.core.validate(&text);
-    let warned: Vec<_> = problems.iter().filter(|p| p.warning && p.message.contains("defaults")).collect();
+    let warned: Vec<_> = problems
+        .iter()
+        .filter(|p| p.warning && p.message.contains("defaults"))
+        .collect();
     assert_eq!(warned.len(), 1, "{problems:?}");
     assert!(
-        warned[0].message.contains("agents[0].defaults.mode") && warned[0].message.contains("ask, code, architect"),
+        warned[0].message.contains("agents[0].defaults.mode")
+            && warned[0].message.contains("ask, code, architect"),
         "{}",
         warned[0].message
     );

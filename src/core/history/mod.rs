@@ -1,0 +1,276 @@
+//! Conversations on disk (issue 16, the store): SQLite in WAL mode with a
+//! schema version and migrations, full-text search with FTS5, and one
+//! writer thread that batches what the conversations send it, so nothing
+//! is written on the GTK main thread or an async worker.
+//!
+//! The store keeps a conversation's messages as the chat model has them: a
+//! row per message (its fields but the parts, as JSON), a row per part
+//! (text and thought parts appended as they stream, other parts whole), and
+//! the message's text in the search index once the message is done.
+//! History of another configuration stays apart: every conversation
+//! carries the configuration's path.
+//!
+//! Not wired into `Chat` yet: see the notes of issue 16.
+
+mod schema;
+mod writer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use serde::Serialize;
+
+use crate::core::chat::message::{Message, Part};
+pub use writer::{Op, Writer};
+
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("history: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error("history: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("history: the file was written by a newer Parley (schema {found}, this one knows {known})")]
+    Newer { found: i64, known: i64 },
+}
+
+/// What opening the file found that the user should hear of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OpenNotice {
+    /// The file was not a database (or failed its check): moved aside to
+    /// this path, and a new one started.
+    MovedAside(PathBuf),
+    /// Messages left unfinished by a crash were marked interrupted.
+    Interrupted(usize),
+}
+
+/// One conversation in a list, newest first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationSummary {
+    pub id: String,
+    pub agent: String,
+    /// The agent's title, else the first user message's first line.
+    pub title: String,
+    pub created_at: String,
+    pub updated_at: String,
+    pub messages: u64,
+}
+
+/// A search hit: the message and its text around the match, the matching
+/// words between `\u{2}` and `\u{3}` (the window turns them into markup).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Hit {
+    pub conversation: String,
+    pub agent: String,
+    pub message_id: String,
+    pub snippet: String,
+}
+
+pub const HIGHLIGHT_START: char = '\u{2}';
+pub const HIGHLIGHT_END: char = '\u{3}';
+
+/// Where the history lives: `$XDG_DATA_HOME/parley/history.sqlite3`.
+pub fn default_path() -> PathBuf {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .unwrap_or_else(|| crate::core::config::model::home_dir().join(".local/share"));
+    data.join("parley").join("history.sqlite3")
+}
+
+/// The store: a read connection (reads run where they are called, off the
+/// main thread) and the writer thread.
+#[derive(Clone)]
+pub struct History {
+    read: Arc<Mutex<Connection>>,
+    writer: Writer,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl History {
+    /// Opens (or creates) the file for reading and writing. A file that is
+    /// not a database is moved aside and a new one started; messages a
+    /// crash left unfinished are marked interrupted.
+    pub fn open(path: &Path) -> Result<(History, Vec<OpenNotice>), HistoryError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut notices = Vec::new();
+        let conn = match schema::open_checked(path) {
+            Ok(c) => c,
+            Err(schema::OpenError::Corrupt) => {
+                let aside = schema::move_aside(path)?;
+                notices.push(OpenNotice::MovedAside(aside));
+                schema::open_checked(path).map_err(|e| match e {
+                    schema::OpenError::Sql(e) => HistoryError::Sql(e),
+                    schema::OpenError::Newer { found, known } => HistoryError::Newer { found, known },
+                    schema::OpenError::Corrupt => {
+                        HistoryError::Io(std::io::Error::other("still not a database"))
+                    }
+                })?
+            }
+            Err(schema::OpenError::Sql(e)) => return Err(e.into()),
+            Err(schema::OpenError::Newer { found, known }) => {
+                return Err(HistoryError::Newer { found, known })
+            }
+        };
+        let interrupted = conn.execute("UPDATE messages SET done = 1, interrupted = 1 WHERE done = 0", [])?;
+        if interrupted > 0 {
+            notices.push(OpenNotice::Interrupted(interrupted));
+        }
+        let writer = Writer::start(conn)?;
+        let read = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        Ok((
+            History {
+                read: Arc::new(Mutex::new(read)),
+                writer,
+            },
+            notices,
+        ))
+    }
+
+    /// Where changes go (the conversations send them; the writer batches).
+    pub fn writer(&self) -> &Writer {
+        &self.writer
+    }
+
+    /// An agent's conversations of this configuration, newest first.
+    pub fn list(
+        &self,
+        config: &str,
+        agent: &str,
+        limit: usize,
+        offset: usize,
+    ) -> Result<Vec<ConversationSummary>, HistoryError> {
+        let conn = lock(&self.read);
+        let mut stmt = conn.prepare_cached(
+            "SELECT c.id, c.agent, c.title, c.created_at, c.updated_at,
+                    (SELECT count(*) FROM messages m WHERE m.conversation = c.id),
+                    (SELECT m.text FROM messages m WHERE m.conversation = c.id AND m.role = 'user'
+                       ORDER BY m.seq LIMIT 1)
+             FROM conversations c WHERE c.config = ?1 AND c.agent = ?2
+             ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?3 OFFSET ?4",
+        )?;
+        let rows = stmt.query_map(params![config, agent, limit as i64, offset as i64], |r| {
+            let title: Option<String> = r.get(2)?;
+            let first: Option<String> = r.get(6)?;
+            Ok(ConversationSummary {
+                id: r.get(0)?,
+                agent: r.get(1)?,
+                title: title
+                    .filter(|t| !t.is_empty())
+                    .or_else(|| {
+                        first.map(|f| f.lines().next().unwrap_or_default().chars().take(80).collect())
+                    })
+                    .unwrap_or_default(),
+                created_at: r.get(3)?,
+                updated_at: r.get(4)?,
+                messages: r.get::<_, i64>(5)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// A conversation's messages, in order, as the chat model has them.
+    pub fn messages(&self, conversation: &str) -> Result<Vec<Message>, HistoryError> {
+        let conn = lock(&self.read);
+        let mut stmt = conn.prepare_cached(
+            "SELECT m.rowid, m.meta, m.interrupted FROM messages m WHERE m.conversation = ?1 ORDER BY m.seq",
+        )?;
+        let mut parts =
+            conn.prepare_cached("SELECT kind, text, json FROM parts WHERE message = ?1 ORDER BY idx")?;
+        let rows: Vec<(i64, String, bool)> = stmt
+            .query_map(params![conversation], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            .collect::<Result<_, _>>()?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (rowid, meta, interrupted) in rows {
+            // A row this Parley cannot read (a newer one wrote it) is skipped.
+            let Ok(mut m) = serde_json::from_str::<Message>(&meta) else {
+                continue;
+            };
+            m.parts = parts
+                .query_map(params![rowid], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, Option<String>>(1)?,
+                        r.get::<_, Option<String>>(2)?,
+                    ))
+                })?
+                .filter_map(Result::ok)
+                .filter_map(|(kind, text, json)| match kind.as_str() {
+                    "text" => Some(Part::Text {
+                        text: text.unwrap_or_default(),
+                    }),
+                    "thought" => Some(Part::Thought {
+                        text: text.unwrap_or_default(),
+                    }),
+                    _ => json.and_then(|j| serde_json::from_str(&j).ok()),
+                })
+                .collect();
+            if interrupted {
+                m.done = true;
+                m.error.get_or_insert_with(|| INTERRUPTED.to_owned());
+            }
+            out.push(m);
+        }
+        Ok(out)
+    }
+
+    /// Full-text search across this configuration's conversations, best
+    /// first. `query` is taken as words (each a prefix), not FTS syntax.
+    pub fn search(&self, config: &str, query: &str, limit: usize) -> Result<Vec<Hit>, HistoryError> {
+        let words: Vec<String> = query
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(|w| format!("\"{w}\"*"))
+            .collect();
+        if words.is_empty() {
+            return Ok(Vec::new());
+        }
+        let conn = lock(&self.read);
+        let mut stmt = conn.prepare_cached(
+            "SELECT m.conversation, c.agent, m.id,
+                    snippet(messages_fts, 0, char(2), char(3), '…', 16)
+             FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid
+             JOIN conversations c ON c.id = m.conversation
+             WHERE messages_fts MATCH ?1 AND c.config = ?2
+             ORDER BY rank LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![words.join(" "), config, limit as i64], |r| {
+            Ok(Hit {
+                conversation: r.get(0)?,
+                agent: r.get(1)?,
+                message_id: r.get(2)?,
+                snippet: r.get(3)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The agent's session id stored with a conversation, if any.
+    pub fn session_id(&self, conversation: &str) -> Result<Option<String>, HistoryError> {
+        let conn = lock(&self.read);
+        Ok(conn
+            .query_row(
+                "SELECT session_id FROM conversations WHERE id = ?1",
+                params![conversation],
+                |r| r.get::<_, Option<String>>(0),
+            )
+            .optional()?
+            .flatten())
+    }
+}
+
+/// The `error` of a message a crash left unfinished.
+pub const INTERRUPTED: &str = "interrupted";
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,126 @@
+//! The file's schema, its version (`PRAGMA user_version`) and migrations,
+//! and what happens to a file that is not a database.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+
+/// Each entry takes the schema from its index to the next version.
+const MIGRATIONS: &[&str] = &[
+    // 0 → 1
+    "CREATE TABLE conversations (
+        id TEXT PRIMARY KEY,
+        config TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        title TEXT,
+        session_id TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+    );
+    CREATE INDEX conversations_by_agent ON conversations (config, agent, updated_at);
+    CREATE TABLE messages (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        conversation TEXT NOT NULL REFERENCES conversations (id) ON DELETE CASCADE,
+        seq INTEGER NOT NULL,
+        role TEXT NOT NULL,
+        meta TEXT NOT NULL,
+        text TEXT NOT NULL DEFAULT '',
+        done INTEGER NOT NULL,
+        interrupted INTEGER NOT NULL DEFAULT 0,
+        UNIQUE (conversation, id)
+    );
+    CREATE INDEX messages_in_order ON messages (conversation, seq);
+    CREATE TABLE parts (
+        message INTEGER NOT NULL REFERENCES messages (rowid) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        text TEXT,
+        json TEXT,
+        PRIMARY KEY (message, idx)
+    ) WITHOUT ROWID;
+    CREATE VIRTUAL TABLE messages_fts USING fts5 (text, content = 'messages', content_rowid = 'rowid');
+    CREATE TRIGGER messages_ai AFTER INSERT ON messages BEGIN
+        INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text);
+    END;
+    CREATE TRIGGER messages_ad AFTER DELETE ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+    END;
+    CREATE TRIGGER messages_au AFTER UPDATE OF text ON messages BEGIN
+        INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
+        INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text);
+    END;",
+];
+
+pub const VERSION: i64 = MIGRATIONS.len() as i64;
+
+pub enum OpenError {
+    /// Not a database, or it failed its integrity check.
+    Corrupt,
+    Newer {
+        found: i64,
+        known: i64,
+    },
+    Sql(rusqlite::Error),
+}
+
+impl From<rusqlite::Error> for OpenError {
+    fn from(e: rusqlite::Error) -> Self {
+        match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::NotADatabase | rusqlite::ErrorCode::DatabaseCorrupt) => {
+                OpenError::Corrupt
+            }
+            _ => OpenError::Sql(e),
+        }
+    }
+}
+
+/// Opens the file for writing: WAL, foreign keys, a busy timeout, the
+/// schema brought up to date (each migration in its own transaction).
+pub fn open_checked(path: &Path) -> Result<Connection, OpenError> {
+    let mut conn = Connection::open(path)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))?;
+    // The first statement that reads the file tells whether it is one.
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(mode, "history: WAL is not available");
+    }
+    conn.execute_batch("PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL;")?;
+    let ok: String = conn.query_row("PRAGMA quick_check", [], |r| r.get(0))?;
+    if ok != "ok" {
+        return Err(OpenError::Corrupt);
+    }
+    let found: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if found > VERSION {
+        return Err(OpenError::Newer {
+            found,
+            known: VERSION,
+        });
+    }
+    for (from, sql) in MIGRATIONS.iter().enumerate().skip(found as usize) {
+        let tx = conn.transaction()?;
+        tx.execute_batch(sql)?;
+        tx.pragma_update(None, "user_version", from as i64 + 1)?;
+        tx.commit()?;
+    }
+    Ok(conn)
+}
+
+/// Moves a file that is not a database aside (with its WAL and shared
+/// memory files), to `history.sqlite3.corrupt-SECONDS`.
+pub fn move_aside(path: &Path) -> std::io::Result<PathBuf> {
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let mut aside = path.as_os_str().to_owned();
+    aside.push(format!(".corrupt-{stamp}"));
+    let aside = PathBuf::from(aside);
+    std::fs::rename(path, &aside)?;
+    for suffix in ["-wal", "-shm"] {
+        let mut side = path.as_os_str().to_owned();
+        side.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(side));
+    }
+    Ok(aside)
+}

@@ -1,0 +1,335 @@
+//! The one thread that writes the history: it takes what the conversations
+//! send, in order, and writes it in batches (one transaction per 50 ms or
+//! 20,000 changes), with a stream's text deltas to one part joined into one
+//! append. A write that fails (a full disk, a read-only directory) is kept
+//! as `failure()` for the window to tell; the conversations go on in memory.
+
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction};
+
+use crate::core::chat::message::{Message, Part, PartKind, Role};
+
+const BATCH_TIME: Duration = Duration::from_millis(50);
+const BATCH_OPS: usize = 20_000;
+
+/// A change to the history.
+#[derive(Debug)]
+pub enum Op {
+    Conversation {
+        id: String,
+        config: String,
+        agent: String,
+        created_at: String,
+    },
+    Title {
+        conversation: String,
+        title: Option<String>,
+    },
+    Session {
+        conversation: String,
+        session_id: Option<String>,
+    },
+    /// A message added or changed as a whole (`message:updated`).
+    Message {
+        conversation: String,
+        message: Message,
+    },
+    /// Part of a message changed (`message:delta`): text appended, or a
+    /// whole part.
+    Delta {
+        conversation: String,
+        message_id: String,
+        index: usize,
+        kind: PartKind,
+        text: Option<String>,
+        part: Option<Part>,
+    },
+    Delete {
+        conversation: String,
+    },
+    /// Answered once everything sent before it is written.
+    Flush(mpsc::Sender<Result<(), String>>),
+}
+
+#[derive(Clone)]
+pub struct Writer {
+    tx: mpsc::Sender<Op>,
+    failure: Arc<Mutex<Option<String>>>,
+}
+
+impl Writer {
+    pub(super) fn start(conn: Connection) -> std::io::Result<Writer> {
+        let (tx, rx) = mpsc::channel();
+        let failure = Arc::new(Mutex::new(None));
+        let failed = failure.clone();
+        std::thread::Builder::new()
+            .name("parley-history".into())
+            .spawn(move || run(conn, rx, failed))?;
+        Ok(Writer { tx, failure })
+    }
+
+    /// Sends a change (never blocks; dropped if the writer is gone).
+    pub fn send(&self, op: Op) {
+        let _ = self.tx.send(op);
+    }
+
+    /// Waits until everything sent before is written.
+    pub fn flush(&self) -> Result<(), String> {
+        let (tx, rx) = mpsc::channel();
+        self.send(Op::Flush(tx));
+        rx.recv()
+            .unwrap_or_else(|_| Err("the history writer has stopped".into()))
+    }
+
+    /// Why the last batch could not be written, if it could not.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+fn run(mut conn: Connection, rx: mpsc::Receiver<Op>, failure: Arc<Mutex<Option<String>>>) {
+    while let Ok(first) = rx.recv() {
+        let mut batch = vec![first];
+        let deadline = Instant::now() + BATCH_TIME;
+        while batch.len() < BATCH_OPS && !matches!(batch.last(), Some(Op::Flush(_))) {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(op) => batch.push(op),
+                Err(_) => break,
+            }
+        }
+        let mut flushes = Vec::new();
+        let ops: Vec<Op> = batch
+            .into_iter()
+            .filter_map(|op| match op {
+                Op::Flush(done) => {
+                    flushes.push(done);
+                    None
+                }
+                op => Some(op),
+            })
+            .collect();
+        let result = write_batch(&mut conn, join_text(ops)).map_err(|e| e.to_string());
+        *failure.lock().unwrap_or_else(|e| e.into_inner()) = result.as_ref().err().cloned();
+        if let Err(e) = &result {
+            tracing::warn!(error = %e, "history: a batch was not written");
+        }
+        for done in flushes {
+            let _ = done.send(result.clone());
+        }
+    }
+}
+
+/// Text deltas in a row to the same part become one.
+fn join_text(ops: Vec<Op>) -> Vec<Op> {
+    let mut out: Vec<Op> = Vec::with_capacity(ops.len());
+    for op in ops {
+        if let (
+            Some(Op::Delta {
+                conversation: c0,
+                message_id: m0,
+                index: i0,
+                kind: k0,
+                text: Some(t0),
+                part: None,
+            }),
+            Op::Delta {
+                conversation,
+                message_id,
+                index,
+                kind,
+                text: Some(t),
+                part: None,
+            },
+        ) = (out.last_mut(), &op)
+        {
+            if c0 == conversation && m0 == message_id && i0 == index && k0 == kind {
+                t0.push_str(t);
+                continue;
+            }
+        }
+        out.push(op);
+    }
+    out
+}
+
+fn now() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+/// What the search index holds of a message: its text parts, once done.
+fn searchable(m: &Message) -> String {
+    if !m.done || m.role == Role::System {
+        return String::new();
+    }
+    m.parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn message_row(tx: &Transaction<'_>, conversation: &str, id: &str) -> rusqlite::Result<Option<i64>> {
+    tx.prepare_cached("SELECT rowid FROM messages WHERE conversation = ?1 AND id = ?2")?
+        .query_row(params![conversation, id], |r| r.get(0))
+        .optional()
+}
+
+fn put_part(tx: &Transaction<'_>, message: i64, index: usize, part: &Part) -> rusqlite::Result<()> {
+    let (kind, text, json) = match part {
+        Part::Text { text } => ("text", Some(text.as_str()), None),
+        Part::Thought { text } => ("thought", Some(text.as_str()), None),
+        other => (
+            match other.kind() {
+                PartKind::Tool => "tool",
+                PartKind::Plan => "plan",
+                _ => "attachment",
+            },
+            None,
+            serde_json::to_string(other).ok(),
+        ),
+    };
+    tx.prepare_cached(
+        "INSERT INTO parts (message, idx, kind, text, json) VALUES (?1, ?2, ?3, ?4, ?5)
+         ON CONFLICT (message, idx) DO UPDATE SET kind = excluded.kind, text = excluded.text, json = excluded.json",
+    )?
+    .execute(params![message, index as i64, kind, text, json])?;
+    Ok(())
+}
+
+fn write_batch(conn: &mut Connection, ops: Vec<Op>) -> rusqlite::Result<()> {
+    if ops.is_empty() {
+        return Ok(());
+    }
+    let tx = conn.transaction()?;
+    let mut touched: Vec<String> = Vec::new();
+    for op in ops {
+        match op {
+            Op::Conversation {
+                id,
+                config,
+                agent,
+                created_at,
+            } => {
+                tx.prepare_cached(
+                    "INSERT OR IGNORE INTO conversations (id, config, agent, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?4)",
+                )?
+                .execute(params![id, config, agent, created_at])?;
+            }
+            Op::Title { conversation, title } => {
+                tx.prepare_cached("UPDATE conversations SET title = ?2 WHERE id = ?1")?
+                    .execute(params![conversation, title])?;
+            }
+            Op::Session {
+                conversation,
+                session_id,
+            } => {
+                tx.prepare_cached("UPDATE conversations SET session_id = ?2 WHERE id = ?1")?
+                    .execute(params![conversation, session_id])?;
+            }
+            // Answered by `run`, after the batch.
+            Op::Flush(_) => {}
+            Op::Delete { conversation } => {
+                tx.prepare_cached("DELETE FROM conversations WHERE id = ?1")?
+                    .execute(params![conversation])?;
+            }
+            Op::Message {
+                conversation,
+                mut message,
+            } => {
+                let parts = std::mem::take(&mut message.parts);
+                let meta = serde_json::to_string(&message).unwrap_or_default();
+                message.parts = parts;
+                let text = searchable(&message);
+                let existing: Option<(i64, String)> = tx
+                    .prepare_cached("SELECT rowid, meta FROM messages WHERE conversation = ?1 AND id = ?2")?
+                    .query_row(params![conversation, message.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()?;
+                let rowid = match existing {
+                    Some((rowid, old)) => {
+                        // A queued message that is sent now moves after the
+                        // answer it waited for, as in the conversation.
+                        let was_queued = old.contains("\"queued\":true");
+                        let moved = was_queued && !message.queued;
+                        tx.prepare_cached(
+                            "UPDATE messages SET meta = ?2, text = ?3, done = ?4,
+                               seq = CASE WHEN ?5 THEN (SELECT max(seq) + 1 FROM messages WHERE conversation = ?6)
+                                     ELSE seq END
+                             WHERE rowid = ?1",
+                        )?
+                        .execute(params![rowid, meta, text, message.done, moved, conversation])?;
+                        rowid
+                    }
+                    None => {
+                        tx.prepare_cached(
+                            "INSERT INTO messages (id, conversation, seq, role, meta, text, done)
+                             VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM messages WHERE conversation = ?2),
+                                     ?3, ?4, ?5, ?6)",
+                        )?
+                        .execute(params![
+                            message.id,
+                            conversation,
+                            crate::core::chat::message::wire_name(&message.role),
+                            meta,
+                            text,
+                            message.done
+                        ])?;
+                        tx.last_insert_rowid()
+                    }
+                };
+                tx.prepare_cached("DELETE FROM parts WHERE message = ?1 AND idx >= ?2")?
+                    .execute(params![rowid, message.parts.len() as i64])?;
+                for (i, part) in message.parts.iter().enumerate() {
+                    put_part(&tx, rowid, i, part)?;
+                }
+                if !touched.contains(&conversation) {
+                    touched.push(conversation);
+                }
+            }
+            Op::Delta {
+                conversation,
+                message_id,
+                index,
+                kind,
+                text,
+                part,
+            } => {
+                // The message's own row comes first (message:updated).
+                let Some(rowid) = message_row(&tx, &conversation, &message_id)? else {
+                    continue;
+                };
+                match (part, text) {
+                    (Some(part), _) => put_part(&tx, rowid, index, &part)?,
+                    (None, Some(text)) => {
+                        let kind = if kind == PartKind::Thought {
+                            "thought"
+                        } else {
+                            "text"
+                        };
+                        tx.prepare_cached(
+                            "INSERT INTO parts (message, idx, kind, text) VALUES (?1, ?2, ?3, ?4)
+                             ON CONFLICT (message, idx) DO UPDATE SET text = coalesce(parts.text, '') || excluded.text",
+                        )?
+                        .execute(params![rowid, index as i64, kind, text])?;
+                    }
+                    (None, None) => {}
+                }
+                if !touched.contains(&conversation) {
+                    touched.push(conversation);
+                }
+            }
+        }
+    }
+    let at = now();
+    for c in touched {
+        tx.prepare_cached("UPDATE conversations SET updated_at = ?2 WHERE id = ?1")?
+            .execute(params![c, at])?;
+    }
+    tx.commit()
+}
