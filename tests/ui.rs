@@ -1244,6 +1244,14 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
     save_png(&f.win, "17-sent-attachments")?;
 
     // The session's title and cost in the header.
+    spin_until("the answer's end", Duration::from_secs(10), || {
+        f.win
+            .model()
+            .agents()
+            .item(0)
+            .and_downcast::<parley::ui::models::AgentObject>()
+            .is_some_and(|a| !a.answering())
+    })?;
     type_and_send(&f, "session-info Fix the build");
     spin_until("the title", Duration::from_secs(10), || {
         f.win
@@ -1252,6 +1260,17 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
             .item(0)
             .and_downcast::<parley::ui::models::AgentObject>()
             .is_some_and(|a| a.session_title() == "Fix the build")
+    })?;
+    // Send turns into Stop while the agent answers: wait for the turn's end.
+    let demo = || {
+        f.win
+            .model()
+            .agents()
+            .item(0)
+            .and_downcast::<parley::ui::models::AgentObject>()
+    };
+    spin_until("the turn's end", Duration::from_secs(10), || {
+        demo().is_some_and(|a| !a.answering())
     })?;
     type_and_send(&f, "cost 0.42");
     spin_until("the cost", Duration::from_secs(10), || {

@@ -128,20 +128,12 @@ impl MentionCompletion {
         if !self.is_open() {
             return false;
         }
-        let n = self.shown.borrow().len() as i32;
-        let current = self.list.selected_row().map(|r| r.index()).unwrap_or(0);
-        match key {
-            gdk::Key::Up => self.list.select_row(
-                self.list
-                    .row_at_index((current - 1).rem_euclid(n.max(1)))
-                    .as_ref(),
-            ),
-            gdk::Key::Down => self
-                .list
-                .select_row(self.list.row_at_index((current + 1) % n.max(1)).as_ref()),
-            gdk::Key::Tab | gdk::Key::Return | gdk::Key::KP_Enter => self.complete(current),
-            gdk::Key::Escape => self.popover.popdown(),
-            _ => return false,
+        use super::slash_completion::{list_key, ListKey};
+        match list_key(&self.list, self.shown.borrow().len() as i32, key) {
+            ListKey::Moved => {}
+            ListKey::Take(i) => self.complete(i),
+            ListKey::Close => self.popover.popdown(),
+            ListKey::Other => return false,
         }
         true
     }

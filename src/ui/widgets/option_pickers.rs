@@ -163,8 +163,26 @@ fn describe(option: &SessionOption, current: &str) -> (String, String) {
     (label, tip)
 }
 
-fn toast_refusal(widget: &impl IsA<gtk::Widget>, error: &str) {
-    let _ = widget.activate_action("win.toast", Some(&error.to_variant()));
+/// Asks the agent for a new value. The picker waits, insensitive, for the
+/// answer; a refusal is a toast in the agent's words (the pickers then
+/// show the old value again, see `AgentObject::set_option`).
+fn change(agent: &AgentObject, button: &impl IsA<gtk::Widget>, id: &str, value: serde_json::Value) {
+    let button = button.as_ref().clone();
+    button.set_sensitive(false);
+    agent.set_option(
+        id,
+        value,
+        glib::clone!(
+            #[weak]
+            button,
+            move |r| {
+                button.set_sensitive(true);
+                if let Err(e) = r {
+                    let _ = button.activate_action("win.toast", Some(&e.to_variant()));
+                }
+            }
+        ),
+    );
 }
 
 fn select_picker(
@@ -278,21 +296,7 @@ fn select_picker(
             let Some(value) = chosen.filter(|v| Some(v) != now.as_ref()) else {
                 return;
             };
-            button.set_sensitive(false);
-            agent.set_option(
-                &id,
-                serde_json::Value::String(value),
-                glib::clone!(
-                    #[weak]
-                    button,
-                    move |r| {
-                        button.set_sensitive(true);
-                        if let Err(e) = r {
-                            toast_refusal(&button, &e);
-                        }
-                    }
-                ),
-            );
+            change(&agent, &button, &id, serde_json::Value::String(value));
         }
     ));
     button.upcast()
@@ -355,23 +359,7 @@ fn boolean_picker(agent: &AgentObject, option: &SessionOption, current: bool) ->
             if UPDATING.with(Cell::get) {
                 return;
             }
-            button.set_sensitive(false);
-            agent.set_option(
-                &id,
-                serde_json::Value::Bool(button.is_active()),
-                glib::clone!(
-                    #[weak]
-                    button,
-                    move |r| {
-                        button.set_sensitive(true);
-                        if let Err(e) = r {
-                            // The pickers are rebuilt from the unchanged
-                            // options; this one says why.
-                            toast_refusal(&button, &e);
-                        }
-                    }
-                ),
-            );
+            change(&agent, button, &id, serde_json::Value::Bool(button.is_active()));
         }
     ));
     button.upcast()

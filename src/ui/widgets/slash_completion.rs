@@ -10,6 +10,33 @@ use gtk::{gdk, glib};
 
 use crate::core::chat::message::Command;
 
+/// What a key does to an open completion list.
+pub enum ListKey {
+    /// Up or Down moved the selection.
+    Moved,
+    /// Tab or Enter takes the selected row.
+    Take(i32),
+    /// Escape closes the list.
+    Close,
+    /// Not the list's: the text view gets it.
+    Other,
+}
+
+/// Up/Down (wrapping), Tab/Enter and Escape on a list of `n` rows (the
+/// `/` and `@` completions share them).
+pub fn list_key(list: &gtk::ListBox, n: i32, key: gdk::Key) -> ListKey {
+    let current = list.selected_row().map(|r| r.index()).unwrap_or(0);
+    let n = n.max(1);
+    match key {
+        gdk::Key::Up => list.select_row(list.row_at_index((current - 1).rem_euclid(n)).as_ref()),
+        gdk::Key::Down => list.select_row(list.row_at_index((current + 1) % n).as_ref()),
+        gdk::Key::Tab | gdk::Key::Return | gdk::Key::KP_Enter => return ListKey::Take(current),
+        gdk::Key::Escape => return ListKey::Close,
+        _ => return ListKey::Other,
+    }
+    ListKey::Moved
+}
+
 pub struct SlashCompletion {
     popover: gtk::Popover,
     list: gtk::ListBox,
@@ -106,18 +133,11 @@ impl SlashCompletion {
         if !self.is_open() {
             return false;
         }
-        let n = self.shown.borrow().len() as i32;
-        let current = self.list.selected_row().map(|r| r.index()).unwrap_or(0);
-        match key {
-            gdk::Key::Up => self
-                .list
-                .select_row(self.list.row_at_index((current - 1).rem_euclid(n)).as_ref()),
-            gdk::Key::Down => self
-                .list
-                .select_row(self.list.row_at_index((current + 1) % n.max(1)).as_ref()),
-            gdk::Key::Tab | gdk::Key::Return | gdk::Key::KP_Enter => self.complete(current),
-            gdk::Key::Escape => self.popover.popdown(),
-            _ => return false,
+        match list_key(&self.list, self.shown.borrow().len() as i32, key) {
+            ListKey::Moved => {}
+            ListKey::Take(i) => self.complete(i),
+            ListKey::Close => self.popover.popdown(),
+            ListKey::Other => return false,
         }
         true
     }
