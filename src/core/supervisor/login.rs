@@ -53,11 +53,21 @@ impl LoginTerminal {
     pub async fn wait(&mut self) -> Option<ExitStatus> {
         let mut exit = self.exit.clone();
         let mut gone = self.gone.clone();
-        tokio::select! {
-            s = exit.wait_for(Option::is_some) => s.ok().and_then(|s| *s),
-            // The guardian ended without telling (it was killed).
-            _ = gone.wait_for(Option::is_some) => *self.exit.borrow(),
+        let told = tokio::select! {
+            s = exit.wait_for(Option::is_some) => Some(s.ok().and_then(|s| *s)),
+            _ = gone.wait_for(Option::is_some) => None,
+        };
+        if let Some(status) = told {
+            return status;
         }
+        // The guardian ended. Its last word (the status) is read by another
+        // task and may still be on its way: a moment for it, then nothing
+        // (it was killed without telling).
+        let _ = tokio::time::timeout(Duration::from_millis(500), async {
+            let _ = exit.wait_for(Option::is_some).await;
+        })
+        .await;
+        *self.exit.borrow()
     }
 
     /// Ends the command and whatever it started with the stop sequence
