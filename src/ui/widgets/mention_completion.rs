@@ -8,11 +8,12 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use gtk::gdk;
+
+use super::completion_list::{CompletionList, KeyUse};
 use gtk::prelude::*;
 
 pub struct MentionCompletion {
-    popover: gtk::Popover,
-    list: gtk::ListBox,
+    ui: CompletionList,
     text: gtk::TextView,
     shown: RefCell<Vec<String>>,
     /// Answers to older queries are dropped.
@@ -45,21 +46,8 @@ impl MentionCompletion {
         search: impl Fn(&str, Box<dyn FnOnce(Vec<String>)>) + 'static,
         chosen: impl Fn(&str) + 'static,
     ) -> Rc<Self> {
-        let list = gtk::ListBox::new();
-        list.set_selection_mode(gtk::SelectionMode::Browse);
-        list.add_css_class("navigation-sidebar");
-        crate::ui::a11y::set_label(&list, &crate::i18n::gettext("Files"));
-        let popover = gtk::Popover::builder()
-            .child(&list)
-            .autohide(false)
-            .has_arrow(false)
-            .position(gtk::PositionType::Top)
-            .halign(gtk::Align::Start)
-            .build();
-        popover.set_parent(anchor);
         let this = Rc::new(MentionCompletion {
-            popover,
-            list,
+            ui: CompletionList::new(anchor, &crate::i18n::gettext("Files")),
             text: text.clone(),
             shown: RefCell::new(Vec::new()),
             asked: Cell::new(0),
@@ -74,7 +62,7 @@ impl MentionCompletion {
                 return;
             }
             let Some((_, query)) = token_at_cursor(buffer) else {
-                this.popover.popdown();
+                this.ui.close();
                 return;
             };
             let n = this.asked.get() + 1;
@@ -90,7 +78,7 @@ impl MentionCompletion {
             );
         });
         let weak = Rc::downgrade(&this);
-        this.list.connect_row_activated(move |_, row| {
+        this.ui.list.connect_row_activated(move |_, row| {
             if let Some(this) = weak.upgrade() {
                 this.complete(row.index());
             }
@@ -99,41 +87,29 @@ impl MentionCompletion {
     }
 
     fn show(&self, paths: Vec<String>) {
-        while let Some(row) = self.list.first_child() {
-            self.list.remove(&row);
-        }
-        if paths.is_empty() {
-            self.popover.popdown();
-            self.shown.replace(paths);
-            return;
-        }
-        for p in &paths {
-            let label = gtk::Label::new(Some(p));
-            label.set_xalign(0.0);
-            label.set_ellipsize(gtk::pango::EllipsizeMode::Start);
-            label.set_max_width_chars(60);
-            self.list.append(&label);
-        }
-        self.list.select_row(self.list.row_at_index(0).as_ref());
+        let rows = paths
+            .iter()
+            .map(|p| {
+                let label = gtk::Label::new(Some(p));
+                label.set_ellipsize(gtk::pango::EllipsizeMode::Start);
+                label.set_max_width_chars(60);
+                label
+            })
+            .collect();
         self.shown.replace(paths);
-        self.popover.popup();
+        self.ui.show(rows);
     }
 
     pub fn is_open(&self) -> bool {
-        self.popover.is_visible()
+        self.ui.is_open()
     }
 
     /// Keys while open; `true` when the key was used.
     pub fn key(&self, key: gdk::Key) -> bool {
-        if !self.is_open() {
-            return false;
-        }
-        use super::slash_completion::{list_key, ListKey};
-        match list_key(&self.list, self.shown.borrow().len() as i32, key) {
-            ListKey::Moved => {}
-            ListKey::Take(i) => self.complete(i),
-            ListKey::Close => self.popover.popdown(),
-            ListKey::Other => return false,
+        match self.ui.key(key) {
+            KeyUse::Take(i) => self.complete(i),
+            KeyUse::Used => {}
+            KeyUse::NotMine => return false,
         }
         true
     }
@@ -146,7 +122,7 @@ impl MentionCompletion {
         else {
             return;
         };
-        self.popover.popdown();
+        self.ui.close();
         let buffer = self.text.buffer();
         if let Some((offset, _)) = token_at_cursor(&buffer) {
             let mut start = buffer.iter_at_offset(offset);

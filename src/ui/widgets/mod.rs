@@ -1,6 +1,7 @@
 //! The window's widgets; each `x.rs` beside its `x.ui` template.
 
 pub mod agent_row;
+pub mod completion_list;
 pub mod composer;
 pub mod config_editor;
 pub mod conversation_view;

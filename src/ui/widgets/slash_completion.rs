@@ -8,38 +8,11 @@ use std::rc::Rc;
 use gtk::prelude::*;
 use gtk::{gdk, glib};
 
+use super::completion_list::{CompletionList, KeyUse};
 use crate::core::chat::message::Command;
 
-/// What a key does to an open completion list.
-pub enum ListKey {
-    /// Up or Down moved the selection.
-    Moved,
-    /// Tab or Enter takes the selected row.
-    Take(i32),
-    /// Escape closes the list.
-    Close,
-    /// Not the list's: the text view gets it.
-    Other,
-}
-
-/// Up/Down (wrapping), Tab/Enter and Escape on a list of `n` rows (the
-/// `/` and `@` completions share them).
-pub fn list_key(list: &gtk::ListBox, n: i32, key: gdk::Key) -> ListKey {
-    let current = list.selected_row().map(|r| r.index()).unwrap_or(0);
-    let n = n.max(1);
-    match key {
-        gdk::Key::Up => list.select_row(list.row_at_index((current - 1).rem_euclid(n)).as_ref()),
-        gdk::Key::Down => list.select_row(list.row_at_index((current + 1) % n).as_ref()),
-        gdk::Key::Tab | gdk::Key::Return | gdk::Key::KP_Enter => return ListKey::Take(current),
-        gdk::Key::Escape => return ListKey::Close,
-        _ => return ListKey::Other,
-    }
-    ListKey::Moved
-}
-
 pub struct SlashCompletion {
-    popover: gtk::Popover,
-    list: gtk::ListBox,
+    ui: CompletionList,
     text: gtk::TextView,
     shown: RefCell<Vec<Command>>,
 }
@@ -53,21 +26,8 @@ impl SlashCompletion {
         anchor: &impl IsA<gtk::Widget>,
         commands: impl Fn() -> Vec<Command> + 'static,
     ) -> Rc<Self> {
-        let list = gtk::ListBox::new();
-        list.set_selection_mode(gtk::SelectionMode::Browse);
-        list.add_css_class("navigation-sidebar");
-        crate::ui::a11y::set_label(&list, &crate::i18n::gettext("Commands"));
-        let popover = gtk::Popover::builder()
-            .child(&list)
-            .autohide(false)
-            .has_arrow(false)
-            .position(gtk::PositionType::Top)
-            .halign(gtk::Align::Start)
-            .build();
-        popover.set_parent(anchor);
         let this = Rc::new(SlashCompletion {
-            popover,
-            list,
+            ui: CompletionList::new(anchor, &crate::i18n::gettext("Commands")),
             text: text.clone(),
             shown: RefCell::new(Vec::new()),
         });
@@ -81,7 +41,7 @@ impl SlashCompletion {
             this.update(&typed, &commands());
         });
         let weak = Rc::downgrade(&this);
-        this.list.connect_row_activated(move |_, row| {
+        this.ui.list.connect_row_activated(move |_, row| {
             if let Some(this) = weak.upgrade() {
                 this.complete(row.index());
             }
@@ -94,50 +54,44 @@ impl SlashCompletion {
             .strip_prefix('/')
             .filter(|p| !p.contains(char::is_whitespace))
         else {
-            self.popover.popdown();
+            self.ui.close();
             return;
         };
-        let matching: Vec<Command> = commands
+        let mut matching: Vec<Command> = commands
             .iter()
             .filter(|c| c.name.starts_with(prefix))
             .cloned()
             .collect();
-        while let Some(row) = self.list.first_child() {
-            self.list.remove(&row);
+        // Nothing to offer once the one match is written out.
+        if matching.len() == 1 && matching[0].name == prefix {
+            matching.clear();
         }
-        if matching.is_empty() || (matching.len() == 1 && matching[0].name == prefix) {
-            self.popover.popdown();
-            return;
-        }
-        for c in &matching {
-            let label = gtk::Label::new(None);
-            label.set_markup(&format!(
-                "<b>/{}</b>  <span alpha=\"60%\">{}</span>",
-                glib::markup_escape_text(&c.name),
-                glib::markup_escape_text(&c.description)
-            ));
-            label.set_xalign(0.0);
-            self.list.append(&label);
-        }
-        self.list.select_row(self.list.row_at_index(0).as_ref());
+        let rows = matching
+            .iter()
+            .map(|c| {
+                let label = gtk::Label::new(None);
+                label.set_markup(&format!(
+                    "<b>/{}</b>  <span alpha=\"60%\">{}</span>",
+                    glib::markup_escape_text(&c.name),
+                    glib::markup_escape_text(&c.description)
+                ));
+                label
+            })
+            .collect();
         self.shown.replace(matching);
-        self.popover.popup();
+        self.ui.show(rows);
     }
 
     pub fn is_open(&self) -> bool {
-        self.popover.is_visible()
+        self.ui.is_open()
     }
 
     /// Keys while open; `true` when the key was used.
     pub fn key(&self, key: gdk::Key) -> bool {
-        if !self.is_open() {
-            return false;
-        }
-        match list_key(&self.list, self.shown.borrow().len() as i32, key) {
-            ListKey::Moved => {}
-            ListKey::Take(i) => self.complete(i),
-            ListKey::Close => self.popover.popdown(),
-            ListKey::Other => return false,
+        match self.ui.key(key) {
+            KeyUse::Take(i) => self.complete(i),
+            KeyUse::Used => {}
+            KeyUse::NotMine => return false,
         }
         true
     }
@@ -149,7 +103,7 @@ impl SlashCompletion {
         else {
             return;
         };
-        self.popover.popdown();
+        self.ui.close();
         self.text.buffer().set_text(&format!("/{} ", c.name));
         self.text.grab_focus();
     }
