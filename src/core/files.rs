@@ -81,8 +81,9 @@ impl FileIndex {
             if let Ok(rel) = entry.path().strip_prefix(root) {
                 let rel = rel.to_string_lossy();
                 // Shown in a list and written into the message: a name
-                // with control characters is not offered.
-                if !rel.chars().any(char::is_control) {
+                // with control or invisible reordering characters is not
+                // offered.
+                if crate::core::chat::controls::shown_text(&rel, usize::MAX) == rel {
                     paths.push(rel.into_owned());
                 }
             }

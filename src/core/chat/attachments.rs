@@ -112,7 +112,7 @@ pub(super) fn prepare(
             mime_type,
             data,
         } => {
-            let name: String = name.chars().filter(|c| !c.is_control()).take(200).collect();
+            let name = super::controls::shown_text(&name, 200);
             if data.len() as u64 > MAX_ATTACHMENT_BYTES {
                 return Err(too_large(&name, data.len() as u64));
             }
@@ -216,7 +216,7 @@ fn display_name(path: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
-    name.chars().filter(|c| !c.is_control()).take(200).collect()
+    super::controls::shown_text(&name, 200)
 }
 
 /// The quick check of a file as it is attached in the window (a stat, no

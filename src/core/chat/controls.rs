@@ -114,7 +114,22 @@ fn category(raw: Option<&str>) -> String {
 
 /// Text from the agent, as it is shown: no control characters, bounded.
 fn clean(text: &str) -> String {
-    text.chars().filter(|c| !c.is_control()).take(MAX_TEXT).collect()
+    shown_text(text, MAX_TEXT)
+}
+
+/// Text from an agent or a file name, as a label shows it: no control
+/// characters, and none of the invisible ones that reorder or hide text
+/// (bidi overrides and isolates, zero-width marks), at most `max` chars.
+pub fn shown_text(text: &str, max: usize) -> String {
+    text.chars()
+        .filter(|&c| {
+            !c.is_control()
+                && !matches!(c,
+                    '\u{061C}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+                    | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{2069}' | '\u{FEFF}')
+        })
+        .take(max)
+        .collect()
 }
 
 fn text_at(v: &Value, key: &str) -> Option<String> {
@@ -343,6 +358,7 @@ mod tests {
         let options = config_options(&Value::Array(many));
         assert_eq!(options.len(), MAX_OPTIONS);
         assert_eq!(options[0].name, "x[31my");
+        assert_eq!(shown_text("gpt\u{202E}4\u{200B}o", 10), "gpt4o");
         let odd = json!([
             {"id": "a", "type": "slider", "currentValue": 3},
             {"id": "b", "type": "select", "currentValue": "x", "options": [{"group": "g", "name": "G",

@@ -20,34 +20,31 @@ pub(super) type Opened = (acp::SessionId, Vec<(String, acp::SessionUpdate)>);
 
 /// The protocol's form of a configured MCP server.
 fn to_acp(def: &McpServerDef) -> acp::McpServer {
-    let pairs = |v: &crate::core::config::model::NameValues| v.pairs();
+    let headers = || -> Vec<acp::HttpHeader> {
+        def.headers
+            .pairs()
+            .into_iter()
+            .map(|(k, v)| acp::HttpHeader::new(k, v))
+            .collect()
+    };
     match def.transport {
         McpTransport::Stdio => acp::McpServer::Stdio(
             acp::McpServerStdio::new(def.name.clone(), def.command.clone())
                 .args(def.args.clone())
                 .env(
-                    pairs(&def.env)
+                    def.env
+                        .pairs()
                         .into_iter()
                         .map(|(k, v)| acp::EnvVariable::new(k, v))
                         .collect(),
                 ),
         ),
         McpTransport::Http => acp::McpServer::Http(
-            acp::McpServerHttp::new(def.name.clone(), def.url.clone()).headers(
-                pairs(&def.headers)
-                    .into_iter()
-                    .map(|(k, v)| acp::HttpHeader::new(k, v))
-                    .collect(),
-            ),
+            acp::McpServerHttp::new(def.name.clone(), def.url.clone()).headers(headers()),
         ),
-        McpTransport::Sse => acp::McpServer::Sse(
-            acp::McpServerSse::new(def.name.clone(), def.url.clone()).headers(
-                pairs(&def.headers)
-                    .into_iter()
-                    .map(|(k, v)| acp::HttpHeader::new(k, v))
-                    .collect(),
-            ),
-        ),
+        McpTransport::Sse => {
+            acp::McpServer::Sse(acp::McpServerSse::new(def.name.clone(), def.url.clone()).headers(headers()))
+        }
     }
 }
 

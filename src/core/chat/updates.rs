@@ -83,9 +83,7 @@ impl Conv {
             U::SessionInfoUpdate(u) => {
                 use agent_client_protocol_schema::MaybeUndefined as M;
                 match u.title {
-                    M::Value(t) => {
-                        self.title = Some(t.chars().filter(|c| !c.is_control()).take(200).collect())
-                    }
+                    M::Value(t) => self.title = Some(controls::shown_text(&t, 200)),
                     M::Null => self.title = None,
                     M::Undefined => return None,
                 }

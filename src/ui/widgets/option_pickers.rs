@@ -150,6 +150,15 @@ fn update(box_: &gtk::FlowBox, option: &SessionOption) {
     }
 }
 
+/// The look and names every picker has: the tests and `update` find it
+/// by `option-ID`, a screen reader by "Model: Sonnet".
+fn named_picker(button: &impl IsA<gtk::Widget>, option: &SessionOption, label: &str) {
+    button.add_css_class("flat");
+    button.add_css_class("option-picker");
+    button.set_widget_name(&format!("option-{}", option.id));
+    crate::ui::a11y::set_label(button, label);
+}
+
 /// "Model: Sonnet", and the option's description: what the picker says.
 fn describe(option: &SessionOption, current: &str) -> (String, String) {
     let label = gettext_f(
@@ -204,10 +213,7 @@ fn select_picker(
         .child(&content)
         .tooltip_text(&tip)
         .build();
-    button.add_css_class("flat");
-    button.add_css_class("option-picker");
-    button.set_widget_name(&format!("option-{}", option.id));
-    crate::ui::a11y::set_label(&button, &label);
+    named_picker(&button, option, &label);
 
     let list = gtk::ListBox::new();
     list.set_selection_mode(gtk::SelectionMode::None);
@@ -347,10 +353,7 @@ fn boolean_picker(agent: &AgentObject, option: &SessionOption, current: bool) ->
         .active(current)
         .tooltip_text(&tip)
         .build();
-    button.add_css_class("flat");
-    button.add_css_class("option-picker");
-    button.set_widget_name(&format!("option-{}", option.id));
-    crate::ui::a11y::set_label(&button, &label);
+    named_picker(&button, option, &label);
     let id = option.id.clone();
     button.connect_toggled(glib::clone!(
         #[weak]
