@@ -264,6 +264,11 @@ impl Terminals {
             .await
             .map(|s| *s)
             .map_err(|_| invalid("the terminal's command could not be waited for"))?;
+        // What the command printed last may still be on its way from the
+        // terminal: an agent that asks for the output next gets it all (as
+        // `terminal:exited` does, a moment at most).
+        let mut drained = term.drained.clone();
+        let _ = tokio::time::timeout(Duration::from_secs(1), drained.wait_for(|d| *d)).await;
         Ok(exit_json(status))
     }
 
