@@ -170,6 +170,7 @@ fn startup(dir: &std::path::Path) -> Duration {
         .arg(config(dir))
         .env("PARLEY_EXIT_AFTER_FIRST_FRAME", "1")
         .env("XDG_STATE_HOME", dir)
+        .env("XDG_DATA_HOME", dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()

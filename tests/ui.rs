@@ -116,6 +116,7 @@ fn open_window(app: &adw::Application, text: &str) -> Result<Fixture, String> {
     std::fs::write(&path, text).map_err(|e| e.to_string())?;
     let (core, rx) = parley::ui::runtime::start_core(Options {
         config_path: Some(path),
+        history: Some(dir.path().join("history.sqlite3")),
         ..Default::default()
     })?;
     let model = parley::ui::models::AppModel::new(&core);
@@ -1369,6 +1370,7 @@ fn open_from_the_command_line_in_the_running_instance(_app: &adw::Application) -
         std::process::Command::new(parley)
             .arg(file)
             .env("XDG_STATE_HOME", dir.path())
+            .env("XDG_DATA_HOME", dir.path())
             .env("XDG_CONFIG_HOME", dir.path())
             .env("GSETTINGS_BACKEND", "memory")
             .stdout(std::process::Stdio::null())
@@ -1416,6 +1418,7 @@ fn every_control_has_an_accessible_name(_app: &adw::Application) -> Result<(), S
         std::process::Command::new(parley)
             .args(args)
             .env("XDG_STATE_HOME", dir.path())
+            .env("XDG_DATA_HOME", dir.path())
             .env("GSETTINGS_BACKEND", "memory")
             .env_remove("NO_AT_BRIDGE")
             .env_remove("GTK_A11Y")
@@ -1577,6 +1580,7 @@ fn keyboard_only(mode: &str, width: Option<i32>) -> Result<(), String> {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
     cmd.arg(&config)
         .env("XDG_STATE_HOME", h.join("state"))
+        .env("XDG_DATA_HOME", h.join("state"))
         .env("XDG_DATA_HOME", h.join("data"))
         .env_remove("NO_AT_BRIDGE")
         .env_remove("GTK_A11Y")
@@ -1679,6 +1683,7 @@ fn a_screen_reader_hears_the_permission_and_the_answer(_app: &adw::Application) 
         .env("XDG_DATA_HOME", h.join("data"))
         .env("XDG_CACHE_HOME", h.join("cache"))
         .env("XDG_STATE_HOME", h.join("state"))
+        .env("XDG_DATA_HOME", h.join("state"))
         .env("PARLEY_SMOKE", "1")
         .env("GSETTINGS_BACKEND", "memory")
         .env_remove("NO_AT_BRIDGE")
@@ -1803,6 +1808,7 @@ fn main() {
     let state = tempfile::tempdir().expect("tempdir");
     std::env::set_var("GSETTINGS_BACKEND", "memory");
     std::env::set_var("XDG_STATE_HOME", state.path());
+    std::env::set_var("XDG_DATA_HOME", state.path());
     if gtk::init().is_err() || adw::init().is_err() {
         eprintln!("GTK could not be initialised on this display");
         std::process::exit(1);

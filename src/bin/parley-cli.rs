@@ -20,6 +20,9 @@ Usage:
                   [--mode MODE] [--model MODEL] [--option ID=VALUE]... [--attach FILE]...
   parley-cli serve [--config FILE]
   parley-cli auth AGENT [METHOD] [--config FILE]
+  parley-cli conversations AGENT [--config FILE]
+  parley-cli search QUERY [--config FILE]
+  parley-cli export AGENT CONVERSATION [--config FILE]
 ";
 
 /// Standard output, one JSON object a line.
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Some("send") => send(&args[1..]),
         Some("serve") => serve(&args[1..]),
         Some("auth") => auth(&args[1..]),
+        Some(command @ ("conversations" | "search" | "export")) => history(command, &args[1..]),
         Some("--help" | "-h" | "help") => {
             print!("{USAGE}");
             ExitCode::SUCCESS
@@ -235,6 +239,7 @@ fn send(args: &[String]) -> ExitCode {
                 return 2;
             }
         };
+        say_if_not_kept(&core);
         let out = Out::new();
         let printer = tokio::spawn(print_until_idle(
             core.clone(),
@@ -276,6 +281,95 @@ fn send(args: &[String]) -> ExitCode {
             0
         } else {
             1
+        }
+    });
+    ExitCode::from(code)
+}
+
+/// Tells (on standard error) that the conversation is not kept, when the
+/// history is read-only here (a window writes it) or could not be opened.
+fn say_if_not_kept(core: &Core) {
+    let status = core.chat.history_status();
+    if !status.writable {
+        eprintln!(
+            "parley-cli: {}",
+            gettext_f(
+                "the conversation is not kept: {why}",
+                &[("why", &status.error.unwrap_or_default())]
+            )
+        );
+    }
+}
+
+/// `conversations`, `search` and `export`: the history, read beside a
+/// running window (read-only then), without starting any agent.
+fn history(command: &str, args: &[String]) -> ExitCode {
+    let Opts { rest, config, .. } = match options(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("parley-cli: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let expected = if command == "export" { 2 } else { 1 };
+    if rest.len() != expected {
+        return usage();
+    }
+    let rt = runtime();
+    let code = rt.block_on(async move {
+        let (core, _rx) = match Core::new(Options {
+            config_path: config,
+            watch: false,
+            ..Default::default()
+        }) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("parley-cli: {e}");
+                return 2;
+            }
+        };
+        if core.chat.history().is_none() {
+            eprintln!(
+                "parley-cli: {}",
+                core.chat.history_status().error.unwrap_or_default()
+            );
+            return 1;
+        }
+        let result: Result<String, String> = match command {
+            "conversations" => core
+                .chat
+                .list(&rest[0], 0, 10_000)
+                .await
+                .map(|l| serde_json::to_string(&l).unwrap_or_default())
+                .map_err(String::from),
+            "search" => core
+                .chat
+                .search(&rest[0], 100)
+                .await
+                .map(|hits| {
+                    hits.iter()
+                        .map(|h| serde_json::to_string(h).unwrap_or_default())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .map_err(String::from),
+            _ => match core.chat.open(&rest[0], &rest[1]).await {
+                Ok(_) => core.chat.export(&rest[0]).map_err(String::from),
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        core.shutdown().await;
+        match result {
+            Ok(text) => {
+                if !text.is_empty() {
+                    println!("{}", text.trim_end());
+                }
+                0
+            }
+            Err(e) => {
+                eprintln!("parley-cli: {e}");
+                1
+            }
         }
     });
     ExitCode::from(code)
@@ -338,6 +432,7 @@ fn serve(args: &[String]) -> ExitCode {
                 return 2;
             }
         };
+        say_if_not_kept(&core);
         let out = Out::new();
         let events_out = out.clone();
         let events_rx = rx.clone();

@@ -50,6 +50,9 @@ events! {
     TerminalOutput(TerminalOutput) = "terminal:output",
     TerminalExited(TerminalExited) = "terminal:exited",
     SessionChanged(SessionChanged) = "session:changed",
+    ConversationSwitched(ConversationSwitched) = "conversation:switched",
+    ConversationsChanged(ConversationsChanged) = "conversations:changed",
+    HistoryStatus(HistoryStatus) = "history:status",
 }
 
 impl Event {
@@ -70,6 +73,9 @@ impl Event {
             Event::TerminalOutput(e) => Some(&e.agent),
             Event::TerminalExited(e) => Some(&e.agent),
             Event::SessionChanged(e) => Some(&e.agent),
+            Event::ConversationSwitched(e) => Some(&e.agent),
+            Event::ConversationsChanged(e) => Some(&e.agent),
+            Event::HistoryStatus(_) => None,
         }
     }
 }
@@ -201,6 +207,40 @@ pub struct SessionChanged {
     pub options: Vec<SessionOption>,
 }
 
+/// `conversation:switched`: the agent's current conversation is another
+/// (`New`, `Open`, `Delete` of the current one), or became read-only (its
+/// agent can neither resume nor load sessions). `conversation` is absent
+/// for a new conversation that has no message yet.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ConversationSwitched {
+    pub agent: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conversation: Option<String>,
+    pub read_only: bool,
+    /// Why it is read-only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `conversations:changed`: the agent's list of conversations changed (one
+/// was added, titled, renamed or deleted): ask `List` again.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ConversationsChanged {
+    pub agent: String,
+}
+
+/// `history:status`: whether conversations are written to disk. Sent when
+/// writing starts failing (a full disk, a read-only directory) or works
+/// again, and at start when the history could not be opened for writing.
+/// The conversations go on in memory either way.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct HistoryStatus {
+    pub writable: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,10 +253,10 @@ mod tests {
         });
         let wire = serde_json::to_value(&e).expect("json");
         assert_eq!(wire["event"], e.name());
-        assert_eq!(Event::NAMES.len(), 14);
+        assert_eq!(Event::NAMES.len(), 17);
         let mut names = Event::NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 14, "distinct");
+        assert_eq!(names.len(), 17, "distinct");
     }
 }

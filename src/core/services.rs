@@ -54,6 +54,9 @@ pub struct Options {
     pub spawn_prefix: Vec<String>,
     /// Watch the configuration file for changes.
     pub watch: bool,
+    /// Where conversations are kept (`None`: in memory only). A file
+    /// another Parley writes is opened read-only.
+    pub history: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -63,6 +66,7 @@ impl Default for Options {
             timings: Timings::from_env(),
             spawn_prefix: host_spawn_prefix(),
             watch: true,
+            history: Some(crate::core::history::default_path()),
         }
     }
 }
@@ -169,11 +173,79 @@ impl Core {
             files: Arc::default(),
         };
         core.supervisor.set_scope(&path.display().to_string());
+        core.open_history(options.history.as_deref(), &path);
         core.load(bytes, false);
         if options.watch {
             core.watch(&path);
         }
         Ok((core, rx))
+    }
+
+    /// Opens the history; what went wrong is logged and told as
+    /// `history:status` (the conversations then live in memory).
+    fn open_history(&self, file: Option<&Path>, config: &Path) {
+        use crate::core::history::{History, OpenNotice};
+        let Some(file) = file else { return };
+        let history = match History::open(file) {
+            Ok((h, notices)) => {
+                for n in notices {
+                    match n {
+                        OpenNotice::MovedAside(aside) => {
+                            let text = gettext_f(
+                                "The history file was damaged; it was moved to {path} and a new one started",
+                                &[("path", &aside.display().to_string())],
+                            );
+                            tracing::warn!("{text}");
+                            events::emit(
+                                &self.events,
+                                Event::HistoryStatus(events::HistoryStatus {
+                                    writable: true,
+                                    error: Some(text),
+                                }),
+                            );
+                        }
+                        OpenNotice::Interrupted(n) => {
+                            tracing::info!("history: {n} unfinished messages marked interrupted")
+                        }
+                        OpenNotice::ReadOnly => {
+                            tracing::info!("history: another Parley writes it; read-only")
+                        }
+                    }
+                }
+                let events = self.events.clone();
+                h.writer().on_failure(Box::new(move |error| {
+                    events::emit(
+                        &events,
+                        Event::HistoryStatus(events::HistoryStatus {
+                            writable: error.is_none(),
+                            error: error.map(|e| {
+                                gettext_f(
+                                    "Conversations cannot be saved: {error}. They go on in memory.",
+                                    &[("error", e)],
+                                )
+                            }),
+                        }),
+                    );
+                }));
+                Some(h)
+            }
+            Err(e) => {
+                let text = gettext_f(
+                    "The history cannot be opened: {error}. Conversations are kept in memory only.",
+                    &[("error", &e.to_string())],
+                );
+                tracing::warn!("{text}");
+                events::emit(
+                    &self.events,
+                    Event::HistoryStatus(events::HistoryStatus {
+                        writable: false,
+                        error: Some(text),
+                    }),
+                );
+                None
+            }
+        };
+        self.chat.set_history(history, &config.display().to_string());
     }
 
     pub(crate) fn sign_ins(
@@ -330,6 +402,9 @@ impl Core {
         })?;
         self.supervisor.shutdown().await;
         self.chat.forget_all();
+        // The same file; this configuration's conversations apart.
+        let history = self.chat.history();
+        self.chat.set_history(history, &path.display().to_string());
         {
             let mut st = lock(&self.config);
             st.watcher = None;
@@ -355,6 +430,13 @@ impl Core {
     pub async fn shutdown(&self) {
         lock(&self.config).watcher = None;
         self.supervisor.shutdown().await;
+        // What the ended turns wrote is on disk, and the file is let go
+        // (another Parley may write it now).
+        if let Some(h) = self.chat.history() {
+            let _ = tokio::task::spawn_blocking(move || h.writer().flush()).await;
+        }
+        let config = lock(&self.config).path.display().to_string();
+        self.chat.set_history(None, &config);
     }
 
     pub fn conversation(&self, agent: &str) -> Result<Conversation, crate::core::chat::ChatError> {
@@ -445,6 +527,23 @@ impl Core {
                 Ok(self.chat.answer_permission(&s(0)?, &s(1)?).map(|_| Value::Null)?)
             }
             "ChatService.Conversation" => to(serde_json::to_value(self.chat.conversation(&s(0)?)?)),
+            "ChatService.List" => {
+                let offset = params.get(1).and_then(Value::as_u64).unwrap_or(0) as usize;
+                let limit = params.get(2).and_then(Value::as_u64).unwrap_or(200) as usize;
+                to(serde_json::to_value(
+                    self.chat.list(&s(0)?, offset, limit.min(10_000)).await?,
+                ))
+            }
+            "ChatService.New" => Ok(self.chat.new_conversation(&s(0)?).map(|_| Value::Null)?),
+            "ChatService.Open" => to(serde_json::to_value(self.chat.open(&s(0)?, &s(1)?).await?)),
+            "ChatService.Delete" => Ok(self.chat.delete(&s(0)?, &s(1)?).await.map(|_| Value::Null)?),
+            "ChatService.Rename" => Ok(self.chat.rename(&s(0)?, &s(1)?, &s(2)?).map(|_| Value::Null)?),
+            "ChatService.Search" => {
+                let limit = params.get(1).and_then(Value::as_u64).unwrap_or(50) as usize;
+                to(serde_json::to_value(self.chat.search(&s(0)?, limit).await?))
+            }
+            "ChatService.Export" => Ok(self.chat.export(&s(0)?).map(Value::String)?),
+            "ChatService.HistoryStatus" => to(serde_json::to_value(self.chat.history_status())),
             "ConfigService.Current" => to(serde_json::to_value(self.current())),
             "ConfigService.Content" => Ok(self.content().map(Value::String)?),
             "ConfigService.Validate" => to(serde_json::to_value(self.validate(&s(0)?))),

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,6 +26,7 @@ mod auth;
 mod controls;
 mod hostile_fs;
 mod hostile_text;
+mod sessions;
 mod terminals;
 
 const HELP: &str = "\
@@ -68,6 +70,15 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   mcp-http, mcp-sse    take MCP servers over http / sse (stdio always)
   additional-dirs      take additionalDirectories in session/new
   close-stdout         close stdout after answering initialize, keep running
+  resume               offer session/resume and session/close
+  load                 offer session/load (replays the stored turns as
+                       user and agent message chunks) and session/close
+  list                 offer session/list (the stored sessions of a cwd,
+                       newest first, one page) and session/delete
+With resume, load or list, sessions are stored as <sessionId>.json files
+in PARLEY_DEMO_SESSIONS (default: parley-demo-sessions in the temporary
+directory), with session ids unique across processes; each prompt adds a
+turn (its text and the agent text streamed), session-info stores the title.
 
 Prompt keywords (the prompt's first word):
   flood N M            N text chunks of M bytes, as fast as possible
@@ -143,6 +154,11 @@ struct Agent {
     /// The client advertised `session.configOptions.boolean`.
     boolean_options: AtomicBool,
     recorded: Mutex<controls::Recorded>,
+    /// With `resume`, `load` or `list`: where sessions are stored.
+    sessions_dir: Option<PathBuf>,
+    /// The agent text of the current turn of each session stored by this
+    /// process (only those have an entry).
+    turn_text: Mutex<HashMap<String, String>>,
 }
 
 impl Agent {
@@ -183,6 +199,7 @@ impl Agent {
     }
 
     fn update(&self, session: &str, update: Value) {
+        sessions::capture(self, session, &update);
         self.send(&json!({"jsonrpc": "2.0", "method": "session/update",
             "params": {"sessionId": session, "update": update}}));
     }
@@ -253,7 +270,7 @@ async fn run(args: Vec<String>) {
         .map(|s| s.trim().to_owned())
         .filter(|s| !s.is_empty())
         .collect();
-    let agent = Arc::new(Agent {
+    let mut agent = Agent {
         out: Mutex::new(std::io::stdout()),
         modes,
         next_id: AtomicI64::new(1000),
@@ -268,7 +285,11 @@ async fn run(args: Vec<String>) {
         signed_in: AtomicBool::new(false),
         boolean_options: AtomicBool::new(false),
         recorded: Mutex::new(controls::Recorded::default()),
-    });
+        sessions_dir: None,
+        turn_text: Mutex::new(HashMap::new()),
+    };
+    agent.sessions_dir = sessions::dir(&agent);
+    let agent = Arc::new(agent);
     if let Some(k) = agent.mode("stderr").and_then(|k| k.parse::<usize>().ok()) {
         for i in 1..=k {
             eprintln!("demo: stderr line {i}");
@@ -404,6 +425,7 @@ async fn handle(agent: Arc<Agent>, msg: Value) {
                 flag.store(true, Ordering::Relaxed);
             }
         }
+        (Some(m), Some(id)) if sessions::answers(&agent, m) => sessions::handle(&agent, m, &id, &params),
         (Some(other), Some(id)) => agent.respond_error(&id, -32601, &format!("method not found: {other}")),
         (Some(other), None) => eprintln!("demo: ignored notification {other}"),
         (None, None) => {}
@@ -442,11 +464,12 @@ async fn initialize(agent: &Agent, id: &Value, params: Value) {
     }
     let version = if agent.mode("protocol-2").is_some() { 2 } else { 1 };
     let (prompt_caps, mcp_caps, session_caps) = controls::capabilities(agent);
+    let session_caps = sessions::capabilities(agent, session_caps);
     agent.respond(
         id,
         json!({
             "protocolVersion": version,
-            "agentCapabilities": {"loadSession": false, "promptCapabilities": prompt_caps,
+            "agentCapabilities": {"loadSession": sessions::load_session(agent), "promptCapabilities": prompt_caps,
                 "mcpCapabilities": mcp_caps, "sessionCapabilities": session_caps,
                 "auth": if agent.mode("auth-agent").is_some() { json!({"logout": {}}) } else { json!({}) }},
             "authMethods": auth::methods(agent),
@@ -480,29 +503,42 @@ async fn new_session(agent: &Agent, id: &Value, params: Value) {
     if let Some(why) = auth::session_refused(agent, &req.cwd) {
         return agent.respond_error(id, -32000, &why);
     }
-    *agent.cwd.lock().unwrap_or_else(|e| e.into_inner()) = req.cwd.display().to_string();
+    let cwd = req.cwd.display().to_string();
     let n = agent.sessions.fetch_add(1, Ordering::Relaxed) + 1;
-    let sid = format!("demo-session-{n}");
+    let sid = if agent.sessions_dir.is_some() {
+        sessions::new_id(n)
+    } else {
+        format!("demo-session-{n}")
+    };
+    if let Err(e) = sessions::store_new(agent, &sid, &cwd) {
+        return agent.respond_error(id, -32603, &format!("cannot store the session: {e}"));
+    }
+    *agent.cwd.lock().unwrap_or_else(|e| e.into_inner()) = cwd;
     agent
         .cancelled
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .insert(sid.clone(), Arc::new(AtomicBool::new(false)));
     // Sent before the answer: clients must keep such updates (ACP issue trackers).
-    agent.update(
-        &sid,
-        json!({"sessionUpdate": "available_commands_update", "availableCommands": [
-            {"name": "help", "description": "What the demo agent can do"},
-            {"name": "plan", "description": "Show a plan whose entries progress"},
-            {"name": "flood", "description": "Stream 2,000 chunks as fast as possible"}
-        ]}),
-    );
+    available_commands(agent, &sid);
     if agent.mode("early-updates").is_some() {
         agent.chunk(&sid, "agent_message_chunk", "(sent before session/new answered) ");
     }
     let mut answer = controls::session_state(agent);
     answer["sessionId"] = json!(sid);
     agent.respond(id, answer);
+}
+
+/// The slash commands, as `session/new` (and resume, load) announce them.
+fn available_commands(agent: &Agent, sid: &str) {
+    agent.update(
+        sid,
+        json!({"sessionUpdate": "available_commands_update", "availableCommands": [
+            {"name": "help", "description": "What the demo agent can do"},
+            {"name": "plan", "description": "Show a plan whose entries progress"},
+            {"name": "flood", "description": "Stream 2,000 chunks as fast as possible"}
+        ]}),
+    );
 }
 
 fn words(text: &str) -> Vec<&str> {
@@ -538,6 +574,7 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
         })
         .collect::<Vec<_>>()
         .join(" ");
+    sessions::start_turn(&agent, &sid);
     let w = words(&text);
     let first = w.first().copied().unwrap_or("").trim_start_matches('/');
     let num = |i: usize, default: u64| w.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(default);
@@ -711,6 +748,7 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
                 &sid,
                 json!({"sessionUpdate": "session_info_update", "title": title}),
             );
+            sessions::set_title(&agent, &sid, &title);
             agent.chunk(&sid, "agent_message_chunk", "Titled.");
             "end_turn".to_string()
         }
@@ -749,6 +787,8 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
         }
         "late" => {
             agent.chunk(&sid, "agent_message_chunk", "before the answer. ");
+            // The turn, as the answer ends it; the late chunk is not kept.
+            sessions::end_turn(&agent, &sid, &text);
             agent.respond(&id, json!({"stopReason": "end_turn"}));
             agent.chunk(&sid, "agent_message_chunk", "after the answer.");
             return;
@@ -832,6 +872,7 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
     } else {
         stop
     };
+    sessions::end_turn(&agent, &sid, &text);
     agent.respond(&id, json!({"stopReason": stop}));
 }
 

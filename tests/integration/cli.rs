@@ -12,6 +12,7 @@ fn run(args: &[&str], dir: &std::path::Path) -> (i32, String, String) {
         .args(args)
         .env("XDG_CONFIG_HOME", dir)
         .env("XDG_STATE_HOME", dir)
+        .env("XDG_DATA_HOME", dir)
         .env_remove("PARLEY_CONFIG")
         .output()
         .expect("run parley-cli");
@@ -130,6 +131,7 @@ fn serve(dir: &std::path::Path, config: &str, calls: &[Value], raw: &[&str]) -> 
     let mut child = Command::new(cli())
         .args(["serve", "--config", config])
         .env("XDG_STATE_HOME", dir)
+        .env("XDG_DATA_HOME", dir)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -293,6 +295,7 @@ fn serve_answers_a_line_that_is_not_utf8_and_goes_on() {
     let mut child = Command::new(cli())
         .args(["serve", "--config", &config])
         .env("XDG_STATE_HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()

@@ -67,9 +67,28 @@ impl Harness {
             timings,
             spawn_prefix: Vec::new(),
             watch,
+            history: Some(dir.path().join("history.sqlite3")),
         })
         .expect("core");
         // The initial states are history: waits look at what comes after.
+        let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+        Harness { core, rx, seen, dir }
+    }
+
+    /// Quits this Parley and starts another on the same configuration and
+    /// history (its agents are new processes).
+    pub async fn restart(self) -> Harness {
+        self.core.shutdown().await;
+        let Harness { core, rx, dir, .. } = self;
+        drop((core, rx));
+        let (core, rx) = Core::new(Options {
+            config_path: Some(dir.path().join("config.json")),
+            timings: fast(),
+            spawn_prefix: Vec::new(),
+            watch: false,
+            history: Some(dir.path().join("history.sqlite3")),
+        })
+        .expect("core");
         let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
         Harness { core, rx, seen, dir }
     }
@@ -263,6 +282,7 @@ pub fn cli_measured(args: &[&str], dir: &std::path::Path) -> (String, i64, Durat
         .args(args)
         .env("XDG_CONFIG_HOME", dir)
         .env("XDG_STATE_HOME", dir)
+        .env("XDG_DATA_HOME", dir)
         .env_remove("PARLEY_CONFIG")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())

@@ -20,6 +20,7 @@ fn harness_on(dir: tempfile::TempDir, watch: bool) -> Harness {
         timings: fast(),
         spawn_prefix: Vec::new(),
         watch,
+        history: None,
     })
     .expect("core");
     let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();

@@ -400,6 +400,7 @@ fn parley_cli_send_sets_options_and_attaches_files() {
         std::process::Command::new(cli())
             .args(&args)
             .env("XDG_STATE_HOME", dir.path())
+            .env("XDG_DATA_HOME", dir.path())
             .output()
             .expect("parley-cli")
     };

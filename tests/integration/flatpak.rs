@@ -151,6 +151,7 @@ fn in_flatpak_the_bundled_agent_runs_inside_and_the_users_agents_on_the_host() {
         .args(["serve", "--config"])
         .arg(&config)
         .env("XDG_STATE_HOME", dir.path())
+        .env("XDG_DATA_HOME", dir.path())
         .env(
             "PARLEY_HOST_SPAWN",
             format!("{} --host --watch-bus", recorder.display()),

@@ -25,6 +25,7 @@ fn send(dir: &std::path::Path, shell: &std::path::Path, command: &str) -> (i32, 
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", dir)
         .env("XDG_STATE_HOME", dir)
+        .env("XDG_DATA_HOME", dir)
         .output()
         .expect("parley-cli");
     (

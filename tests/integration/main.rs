@@ -12,6 +12,7 @@ mod config_hardening;
 mod controls;
 mod flatpak;
 mod fs_boundary;
+mod history;
 mod launch;
 mod processes;
 mod supervisor;

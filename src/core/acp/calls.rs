@@ -25,6 +25,10 @@ pub enum CallError {
     ProtocolVersion { agent: u16, ours: u16 },
     #[error("authentication required: {0}")]
     AuthRequired(String),
+    /// The conversation's session can be neither resumed nor loaded: why
+    /// (it stays read-only).
+    #[error("{0}")]
+    NotResumable(String),
 }
 
 fn to_params<T: Serialize>(value: &T) -> Value {
@@ -211,5 +215,76 @@ pub async fn set_model(
 ) -> Result<(), CallError> {
     let request = serde_json::json!({"sessionId": session_id.to_string(), "modelId": model_id});
     conn.request("session/set_model", request).await?;
+    Ok(())
+}
+
+/// `session/resume` (where `sessionCapabilities.resume` is advertised):
+/// the raw answer (its options are read from it, as for `session/new`).
+pub async fn resume_session(
+    conn: &Connection,
+    session_id: &str,
+    cwd: &Path,
+    additional_directories: Vec<std::path::PathBuf>,
+    mcp_servers: Vec<acp::McpServer>,
+) -> Result<Value, CallError> {
+    let request = acp::ResumeSessionRequest::new(session_id.to_owned(), cwd)
+        .additional_directories(additional_directories)
+        .mcp_servers(mcp_servers);
+    conn.request("session/resume", to_params(&request))
+        .await
+        .map_err(map_auth)
+}
+
+/// `session/load` (where `loadSession` is advertised): the agent replays
+/// the conversation as session updates before it answers.
+pub async fn load_session(
+    conn: &Connection,
+    session_id: &str,
+    cwd: &Path,
+    additional_directories: Vec<std::path::PathBuf>,
+    mcp_servers: Vec<acp::McpServer>,
+) -> Result<Value, CallError> {
+    let request = acp::LoadSessionRequest::new(session_id.to_owned(), cwd)
+        .mcp_servers(mcp_servers)
+        .additional_directories(additional_directories);
+    conn.request("session/load", to_params(&request))
+        .await
+        .map_err(map_auth)
+}
+
+/// `session/list` for one working directory, every page (at most 20, so a
+/// hostile agent cannot keep Parley asking).
+pub async fn list_sessions(conn: &Connection, cwd: &Path) -> Result<Vec<acp::SessionInfo>, CallError> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..20 {
+        let request = acp::ListSessionsRequest::new()
+            .cwd(cwd.to_path_buf())
+            .cursor(cursor.take());
+        let answer = conn
+            .request("session/list", to_params(&request))
+            .await
+            .map_err(map_auth)?;
+        let page: acp::ListSessionsResponse = decode("session/list", answer)?;
+        out.extend(page.sessions);
+        match page.next_cursor {
+            Some(next) if !next.is_empty() => cursor = Some(next),
+            _ => break,
+        }
+    }
+    Ok(out)
+}
+
+/// `session/close` (where `sessionCapabilities.close` is advertised).
+pub async fn close_session(conn: &Connection, session_id: &str) -> Result<(), CallError> {
+    let request = acp::CloseSessionRequest::new(session_id.to_owned());
+    conn.request("session/close", to_params(&request)).await?;
+    Ok(())
+}
+
+/// `session/delete` (where `sessionCapabilities.delete` is advertised).
+pub async fn delete_session(conn: &Connection, session_id: &str) -> Result<(), CallError> {
+    let request = acp::DeleteSessionRequest::new(session_id.to_owned());
+    conn.request("session/delete", to_params(&request)).await?;
     Ok(())
 }

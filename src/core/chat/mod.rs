@@ -5,12 +5,14 @@
 mod attachments;
 mod client;
 pub mod controls;
+pub mod conversations;
 pub mod message;
 mod permissions;
 mod session;
 mod updates;
 
 pub use attachments::{check_file, AttachmentInput, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES};
+pub use conversations::Conversations;
 
 use client::ChatClient;
 use permissions::permission_outcome;
@@ -64,6 +66,16 @@ struct Conv {
     options: Vec<controls::SessionOption>,
     /// The session's title, from `session_info_update`.
     title: Option<String>,
+    /// The conversation's id in the history, once it has a row.
+    conversation: Option<String>,
+    /// The agent session the conversation last had: resumed (or loaded)
+    /// when the agent is started again.
+    stored_session: Option<String>,
+    /// Opened from the history: it never silently gets a new session.
+    from_history: bool,
+    /// Why the conversation cannot go on (its agent can neither resume nor
+    /// load sessions); `Send` is refused.
+    read_only: Option<String>,
 }
 
 impl Conv {
@@ -92,6 +104,13 @@ pub enum ChatError {
     /// An attachment was refused: why.
     Attachment(String),
     TooManyAttachments,
+    /// New, Open or Delete while the agent's turn runs.
+    Busy,
+    NoSuchConversation(String),
+    /// The conversation is read-only: why.
+    ReadOnly(String),
+    /// The history could not be read or written.
+    History(String),
 }
 
 impl ChatError {
@@ -111,8 +130,10 @@ impl ChatError {
                 &[("id", id), ("value", value)],
             ),
             ChatError::Refused(why) => gettext_f("the agent refused: {why}", &[("why", why)]),
-            ChatError::Unavailable(why) => why.clone(),
+            ChatError::Unavailable(why) | ChatError::ReadOnly(why) | ChatError::History(why) => why.clone(),
             ChatError::Attachment(why) => why.clone(),
+            ChatError::Busy => gettext("the agent is answering; cancel its turn first"),
+            ChatError::NoSuchConversation(id) => gettext_f("no conversation {id}", &[("id", id)]),
             ChatError::TooManyAttachments => gettext_f(
                 "at most {count} attachments go with one message",
                 &[("count", &attachments::MAX_ATTACHMENTS.to_string())],
@@ -129,9 +150,17 @@ impl From<ChatError> for String {
 
 /// `ChatService.Conversation`.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Conversation {
+    /// Its id in the history (none until its first message, or when no
+    /// history is kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
+    /// Why it cannot go on, when it is read-only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<String>,
     pub messages: Vec<Message>,
     pub busy: bool,
     pub queued: usize,
@@ -153,6 +182,7 @@ struct ChatInner {
     events: EventSender,
     supervisor: Supervisor,
     next_id: AtomicU64,
+    recorder: Mutex<conversations::Recorder>,
 }
 
 #[derive(Clone)]
@@ -182,6 +212,7 @@ impl Chat {
                 events,
                 supervisor: supervisor.clone(),
                 next_id: AtomicU64::new(1),
+                recorder: Mutex::default(),
             }),
         };
         supervisor.set_client(Arc::new(ChatClient(Arc::downgrade(&chat.inner))));
@@ -193,6 +224,7 @@ impl Chat {
     }
 
     fn emit(&self, e: Event) {
+        self.record(&e);
         events::emit(&self.inner.events, e);
     }
 
@@ -251,9 +283,13 @@ impl Chat {
         let id = self.next_id("m");
         let mut message = Message::new(id.clone(), agent, Role::User);
         message.parts = parts;
-        let start = {
+        let (start, created) = {
             let mut convs = lock(&self.inner.convs);
             let c = convs.entry(agent.to_owned()).or_default();
+            if let Some(why) = &c.read_only {
+                return Err(ChatError::ReadOnly(why.clone()));
+            }
+            let created = self.give_row(agent, c);
             message.queued = c.busy;
             c.messages.push(message.clone());
             let start = !c.busy;
@@ -263,8 +299,13 @@ impl Chat {
             c.busy = true;
             self.emit_message(&message);
             self.emit_turn(agent, c);
-            start
+            (start, created)
         };
+        if created {
+            self.emit(Event::ConversationsChanged(events::ConversationsChanged {
+                agent: agent.to_owned(),
+            }));
+        }
         if start {
             let this = self.clone();
             let agent = agent.to_owned();
@@ -449,6 +490,10 @@ impl Chat {
                 s
             }
             Err(calls::CallError::AuthRequired(why)) => return Some(TurnEnd::SignIn(why)),
+            Err(calls::CallError::NotResumable(why)) => {
+                self.refuse_message(agent, id, why);
+                return None;
+            }
             Err(e) => {
                 self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
                 return None;
@@ -614,6 +659,8 @@ impl Chat {
         let convs = lock(&self.inner.convs);
         Ok(match convs.get(agent) {
             None => Conversation {
+                id: None,
+                read_only: None,
                 title: None,
                 messages: Vec::new(),
                 busy: false,
@@ -624,6 +671,8 @@ impl Chat {
                 options: Vec::new(),
             },
             Some(c) => Conversation {
+                id: c.conversation.clone(),
+                read_only: c.read_only.clone(),
                 title: c.title.clone(),
                 messages: c.messages.clone(),
                 busy: c.busy,
@@ -653,9 +702,13 @@ impl Chat {
             .unwrap_or_default()
     }
 
-    /// Forgets every conversation (another configuration was opened).
+    /// Forgets every conversation (another configuration was opened; its
+    /// history is kept apart with `set_history`).
     pub fn forget_all(&self) {
         lock(&self.inner.convs).clear();
+        let mut r = lock(&self.inner.recorder);
+        r.ids.clear();
+        r.titles.clear();
     }
 
     fn apply_update(&self, agent: &str, session_id: &str, update: acp::SessionUpdate) {

@@ -149,30 +149,63 @@ impl Chat {
             ));
             dirs.clear();
         }
-        let result = calls::new_session(conn, &def.working_dir(), dirs, servers).await;
+        let (resume_from, from_history) = lock(&self.inner.convs)
+            .get(agent)
+            .map(|c| (c.stored_session.clone(), c.from_history))
+            .unwrap_or_default();
+        let mut resumed = None;
+        if let Some(stored) = &resume_from {
+            resumed = self
+                .resume(agent, conn, stored, &def.working_dir(), &dirs, &servers, &caps)
+                .await?;
+            if resumed.is_none() && from_history {
+                return Err(self.make_read_only(agent, None));
+            }
+            if let Some(Err(why)) = &resumed {
+                if from_history {
+                    return Err(self.make_read_only(agent, Some(why.clone())));
+                }
+                sup.log(agent, format!("parley: the session could not be resumed: {why}"));
+            }
+        }
+        let (raw, sid, loaded, is_new) = match resumed {
+            Some(Ok((raw, loaded))) => (
+                raw,
+                acp::SessionId::new(resume_from.unwrap_or_default()),
+                loaded,
+                false,
+            ),
+            _ => {
+                let (response, raw) = calls::new_session(conn, &def.working_dir(), dirs, servers).await?;
+                (raw, response.session_id, false, true)
+            }
+        };
         let (restarted, sid, early) = {
             let mut convs = lock(&self.inner.convs);
             let c = convs.entry(agent.to_owned()).or_default();
             c.opening_session = false;
             let early = std::mem::take(&mut c.early);
-            let (response, raw) = result?;
-            let restarted = c.had_session;
-            c.session = Some((response.session_id.clone(), generation));
+            let restarted = c.had_session && is_new;
+            c.session = Some((sid.clone(), generation));
+            c.stored_session = Some(sid.to_string());
             c.had_session = true;
             c.options = controls::from_session_answer(&raw);
             if !c.options.is_empty() {
                 lock(&self.inner.offered).insert(agent.to_owned(), c.options.clone());
             }
-            c.title = None;
-            c.usage = Default::default();
-            let sid = response.session_id.to_string();
+            if is_new {
+                c.title = None;
+                c.usage = Default::default();
+            }
+            let sid_text = sid.to_string();
             // What the agent said of the session's state before answering
             // (options, mode, title, commands, usage) applies now, before
-            // the defaults change it; content waits for the turn's message.
+            // the defaults change it; content waits for the turn's message,
+            // or is the replay of a loaded session.
             let mut content = Vec::new();
             let mut next_id = || self.next_id("m");
             let mut emit = |e| self.emit(e);
-            for (s, update) in early.into_iter().filter(|(s, _)| *s == sid) {
+            for (s, update) in early.into_iter().filter(|(s, _)| *s == sid_text) {
                 use acp::SessionUpdate as U;
                 match update {
                     U::ConfigOptionUpdate(_)
@@ -186,8 +219,24 @@ impl Chat {
                 }
             }
             emit(c.session_changed(agent));
-            (restarted, response.session_id, content)
+            if loaded {
+                let replay = replayed(agent, content, &mut next_id);
+                for m in merge(&mut c.messages, replay) {
+                    emit(super::Event::MessageUpdated(
+                        crate::core::events::MessageUpdated {
+                            agent: agent.to_owned(),
+                            message: m,
+                        },
+                    ));
+                }
+                content = Vec::new();
+            }
+            (restarted, sid, content)
         };
+        self.record_session(agent, &sid.to_string());
+        if !is_new {
+            return Ok((sid, early));
+        }
         if restarted {
             self.system_message(agent, MessageCode::AgentRestarted, None);
         }
@@ -201,6 +250,70 @@ impl Chat {
             self.session_warning(agent, w);
         }
         Ok((sid, early))
+    }
+
+    /// Resumes the stored session `sid` (`session/resume`), else loads it
+    /// (`session/load`, which replays it). `None` when the agent offers
+    /// neither; `Some(Err(why))` when it refused; the answer, and whether
+    /// it was a load, when it took it.
+    #[allow(clippy::too_many_arguments)]
+    async fn resume(
+        &self,
+        agent: &str,
+        conn: &Connection,
+        sid: &str,
+        cwd: &std::path::Path,
+        dirs: &[std::path::PathBuf],
+        servers: &[acp::McpServer],
+        caps: &acp::AgentCapabilities,
+    ) -> Result<Option<Result<(Value, bool), String>>, calls::CallError> {
+        let mut refused = None;
+        if caps.session_capabilities.resume.is_some() {
+            match calls::resume_session(conn, sid, cwd, dirs.to_vec(), servers.to_vec()).await {
+                Ok(raw) => return Ok(Some(Ok((raw, false)))),
+                Err(e @ calls::CallError::AuthRequired(_)) => return Err(e),
+                Err(e) => {
+                    self.inner
+                        .supervisor
+                        .log(agent, format!("parley: session/resume {sid} failed: {e}"));
+                    refused = Some(agent_words(&e));
+                }
+            }
+        }
+        if caps.load_session {
+            match calls::load_session(conn, sid, cwd, dirs.to_vec(), servers.to_vec()).await {
+                Ok(raw) => return Ok(Some(Ok((raw, true)))),
+                Err(e @ calls::CallError::AuthRequired(_)) => return Err(e),
+                Err(e) => {
+                    self.inner
+                        .supervisor
+                        .log(agent, format!("parley: session/load {sid} failed: {e}"));
+                    refused = Some(agent_words(&e));
+                }
+            }
+        }
+        Ok(refused.map(Err))
+    }
+
+    /// The agent's current conversation cannot go on: it is read-only,
+    /// and the front ends hear why (`conversation:switched`).
+    fn make_read_only(&self, agent: &str, refused: Option<String>) -> calls::CallError {
+        let why = match refused {
+            None => crate::i18n::gettext(
+                "This agent cannot resume its sessions, so this conversation is read-only. Continue in a new conversation.",
+            ),
+            Some(words) => gettext_f(
+                "The agent could not resume this conversation’s session ({error}), so it is read-only. Continue in a new conversation.",
+                &[("error", &words)],
+            ),
+        };
+        if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
+            c.read_only = Some(why.clone());
+            c.opening_session = false;
+            c.early.clear();
+        }
+        self.emit_switched(agent);
+        calls::CallError::NotResumable(why)
     }
 
     /// A configured default; a warning if the agent does not offer it or
@@ -320,6 +433,7 @@ impl Chat {
                 sup.set_needs_sign_in(agent, Some(why.clone()));
                 return Err(ChatError::Unavailable(why));
             }
+            Err(calls::CallError::NotResumable(why)) => return Err(ChatError::ReadOnly(why)),
             Err(e) => return Err(ChatError::Unavailable(e.to_string())),
         }
         Ok(self.options(agent))
@@ -406,6 +520,64 @@ impl Chat {
     }
 }
 
+/// The messages a `session/load` replayed: user chunks make user
+/// messages, everything else goes to the agent message after them.
+fn replayed(
+    agent: &str,
+    updates: Vec<(String, acp::SessionUpdate)>,
+    next_id: &mut impl FnMut() -> String,
+) -> Vec<Message> {
+    let mut tmp = super::Conv::default();
+    for (_, update) in updates {
+        match update {
+            acp::SessionUpdate::UserMessageChunk(chunk) => {
+                let text = super::message::into_text(chunk.content);
+                tmp.current = None;
+                match tmp.messages.last_mut() {
+                    Some(m) if m.role == Role::User => match m.parts.last_mut() {
+                        Some(Part::Text { text: t }) => t.push_str(&text),
+                        _ => m.parts.push(Part::Text { text }),
+                    },
+                    _ => {
+                        let mut m = Message::new(next_id(), agent, Role::User);
+                        m.parts.push(Part::Text { text });
+                        tmp.messages.push(m);
+                    }
+                }
+            }
+            other => {
+                if tmp.current.is_none() {
+                    tmp.messages.push(Message::new(next_id(), agent, Role::Agent));
+                    tmp.current = Some(tmp.messages.len() - 1);
+                }
+                tmp.apply(agent, other, next_id, &mut |_| {});
+            }
+        }
+    }
+    tmp.messages
+}
+
+/// Adds to `stored` the replayed messages it does not hold already (same
+/// role and text, each stored message matched once); returns them.
+fn merge(stored: &mut Vec<Message>, replay: Vec<Message>) -> Vec<Message> {
+    let key = |m: &Message| (m.role, m.text().trim().to_owned());
+    let mut used = vec![false; stored.len()];
+    let mut added = Vec::new();
+    for m in replay {
+        let k = key(&m);
+        let found = stored
+            .iter()
+            .enumerate()
+            .position(|(i, s)| !used[i] && s.role != Role::System && key(s) == k);
+        match found {
+            Some(i) => used[i] = true,
+            None => added.push(m),
+        }
+    }
+    stored.extend(added.iter().cloned());
+    added
+}
+
 /// What the agent said when it refused (its message, not our wrapping).
 fn agent_words(e: &calls::CallError) -> String {
     match e {
@@ -431,6 +603,49 @@ mod tests {
             }]),
             ..McpServerDef::default()
         }
+    }
+
+    fn said(role: Role, text: &str) -> Message {
+        let mut m = Message::new(format!("{text}-{role:?}"), "demo", role);
+        m.parts.push(Part::Text { text: text.into() });
+        m
+    }
+
+    #[test]
+    fn a_replay_adds_only_what_is_not_stored() {
+        let mut stored = vec![
+            said(Role::User, "one"),
+            said(Role::Agent, "first answer"),
+            said(Role::System, "restarted"),
+        ];
+        let chunk = |text: &str| acp::ContentChunk::new(acp::ContentBlock::from(text.to_owned()));
+        let updates = vec![
+            acp::SessionUpdate::UserMessageChunk(chunk("one")),
+            acp::SessionUpdate::AgentMessageChunk(chunk("first ")),
+            acp::SessionUpdate::AgentMessageChunk(chunk("answer")),
+            acp::SessionUpdate::UserMessageChunk(chunk("two")),
+            acp::SessionUpdate::AgentMessageChunk(chunk("said in a terminal")),
+        ]
+        .into_iter()
+        .map(|u| ("s".to_owned(), u))
+        .collect();
+        let mut n = 0;
+        let replay = replayed("demo", updates, &mut || {
+            n += 1;
+            format!("m{n}")
+        });
+        assert_eq!(replay.len(), 4);
+        let added = merge(&mut stored, replay);
+        let texts: Vec<String> = added.iter().map(Message::text).collect();
+        assert_eq!(texts, ["two", "said in a terminal"]);
+        assert_eq!(stored.len(), 5);
+        // Loaded again: nothing new.
+        let again = stored
+            .iter()
+            .filter(|m| m.role != Role::System)
+            .cloned()
+            .collect();
+        assert!(merge(&mut stored, again).is_empty());
     }
 
     #[test]

@@ -10,8 +10,11 @@
 //! History of another configuration stays apart: every conversation
 //! carries the configuration's path.
 //!
-//! Not wired into `Chat` yet: see the notes of issue 16.
+//! One Parley writes the file: the first takes `history.sqlite3.lock`
+//! (`flock`), and any other (`parley-cli` while the window runs) opens it
+//! read-only and keeps its conversations in memory.
 
+pub mod export;
 mod schema;
 mod writer;
 
@@ -22,7 +25,7 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::Serialize;
 
 use crate::core::chat::message::{Message, Part};
-pub use writer::{Op, Writer};
+pub use writer::{FailureListener, Op, Writer};
 
 #[derive(Debug, thiserror::Error)]
 pub enum HistoryError {
@@ -42,6 +45,8 @@ pub enum OpenNotice {
     MovedAside(PathBuf),
     /// Messages left unfinished by a crash were marked interrupted.
     Interrupted(usize),
+    /// Another Parley writes the file: it is open read-only here.
+    ReadOnly,
 }
 
 /// One conversation in a list, newest first.
@@ -55,6 +60,13 @@ pub struct ConversationSummary {
     pub created_at: String,
     pub updated_at: String,
     pub messages: u64,
+    /// The agent's session, to resume.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// A session the agent listed (`session/list`) that Parley has not
+    /// stored: opening it loads it from the agent.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub external: bool,
 }
 
 /// A search hit: the message and its text around the match, the matching
@@ -65,14 +77,32 @@ pub struct Hit {
     pub conversation: String,
     pub agent: String,
     pub message_id: String,
+    /// The conversation's title (as in the list).
+    pub title: String,
     pub snippet: String,
+}
+
+/// A stored conversation's own fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Stored {
+    pub id: String,
+    pub config: String,
+    pub agent: String,
+    pub title: Option<String>,
+    pub session_id: Option<String>,
 }
 
 pub const HIGHLIGHT_START: char = '\u{2}';
 pub const HIGHLIGHT_END: char = '\u{3}';
 
-/// Where the history lives: `$XDG_DATA_HOME/parley/history.sqlite3`.
+/// Where the history lives: `$XDG_DATA_HOME/parley/history.sqlite3`, or
+/// `PARLEY_HISTORY` when it is set to an absolute path (tests, scripts).
 pub fn default_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("PARLEY_HISTORY").map(PathBuf::from) {
+        if p.is_absolute() {
+            return p;
+        }
+    }
     let data = std::env::var_os("XDG_DATA_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -86,6 +116,8 @@ pub fn default_path() -> PathBuf {
 pub struct History {
     read: Arc<Mutex<Connection>>,
     writer: Writer,
+    /// Held while this Parley writes the file (closing it unlocks).
+    _lock: Option<Arc<std::fs::File>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -100,6 +132,10 @@ impl History {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
+        let lock = match take_lock(path)? {
+            Some(lock) => lock,
+            None => return Self::open_read_only(path).map(|h| (h, vec![OpenNotice::ReadOnly])),
+        };
         let mut notices = Vec::new();
         let conn = match schema::open_checked(path) {
             Ok(c) => c,
@@ -132,9 +168,77 @@ impl History {
             History {
                 read: Arc::new(Mutex::new(read)),
                 writer,
+                _lock: Some(Arc::new(lock)),
             },
             notices,
         ))
+    }
+
+    /// Opens the file only to read it (another Parley writes it).
+    fn open_read_only(path: &Path) -> Result<History, HistoryError> {
+        let read = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        read.busy_timeout(std::time::Duration::from_secs(2))?;
+        let found: i64 = read.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        if found != schema::VERSION {
+            return Err(HistoryError::Newer {
+                found,
+                known: schema::VERSION,
+            });
+        }
+        Ok(History {
+            read: Arc::new(Mutex::new(read)),
+            writer: Writer::none(crate::i18n::gettext(
+                "another Parley is writing the history; it is read-only here",
+            )),
+            _lock: None,
+        })
+    }
+
+    /// Whether this Parley writes the history (else it is read-only).
+    pub fn writable(&self) -> bool {
+        self.writer.writes()
+    }
+
+    /// A stored conversation's own fields.
+    pub fn conversation(&self, id: &str) -> Result<Option<Stored>, HistoryError> {
+        let conn = lock(&self.read);
+        Ok(conn
+            .query_row(
+                "SELECT id, config, agent, title, session_id FROM conversations WHERE id = ?1",
+                params![id],
+                |r| {
+                    Ok(Stored {
+                        id: r.get(0)?,
+                        config: r.get(1)?,
+                        agent: r.get(2)?,
+                        title: r.get(3)?,
+                        session_id: r.get(4)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// The conversation of this configuration and agent that holds the
+    /// agent's session `session_id`, if any.
+    pub fn by_session(
+        &self,
+        config: &str,
+        agent: &str,
+        session_id: &str,
+    ) -> Result<Option<String>, HistoryError> {
+        let conn = lock(&self.read);
+        Ok(conn
+            .query_row(
+                "SELECT id FROM conversations WHERE config = ?1 AND agent = ?2 AND session_id = ?3
+                 ORDER BY updated_at DESC LIMIT 1",
+                params![config, agent, session_id],
+                |r| r.get(0),
+            )
+            .optional()?)
     }
 
     /// Where changes go (the conversations send them; the writer batches).
@@ -155,25 +259,21 @@ impl History {
             "SELECT c.id, c.agent, c.title, c.created_at, c.updated_at,
                     (SELECT count(*) FROM messages m WHERE m.conversation = c.id),
                     (SELECT m.text FROM messages m WHERE m.conversation = c.id AND m.role = 'user'
-                       ORDER BY m.seq LIMIT 1)
+                       ORDER BY m.seq LIMIT 1),
+                    c.session_id
              FROM conversations c WHERE c.config = ?1 AND c.agent = ?2
              ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?3 OFFSET ?4",
         )?;
         let rows = stmt.query_map(params![config, agent, limit as i64, offset as i64], |r| {
-            let title: Option<String> = r.get(2)?;
-            let first: Option<String> = r.get(6)?;
             Ok(ConversationSummary {
                 id: r.get(0)?,
                 agent: r.get(1)?,
-                title: title
-                    .filter(|t| !t.is_empty())
-                    .or_else(|| {
-                        first.map(|f| f.lines().next().unwrap_or_default().chars().take(80).collect())
-                    })
-                    .unwrap_or_default(),
+                title: title_of(r.get(2)?, r.get(6)?),
                 created_at: r.get(3)?,
                 updated_at: r.get(4)?,
                 messages: r.get::<_, i64>(5)? as u64,
+                session_id: r.get(7)?,
+                external: false,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -238,7 +338,9 @@ impl History {
         let conn = lock(&self.read);
         let mut stmt = conn.prepare_cached(
             "SELECT m.conversation, c.agent, m.id,
-                    snippet(messages_fts, 0, char(2), char(3), '…', 16)
+                    snippet(messages_fts, 0, char(2), char(3), '…', 16), c.title,
+                    (SELECT f.text FROM messages f WHERE f.conversation = c.id AND f.role = 'user'
+                       ORDER BY f.seq LIMIT 1)
              FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid
              JOIN conversations c ON c.id = m.conversation
              WHERE messages_fts MATCH ?1 AND c.config = ?2
@@ -249,6 +351,7 @@ impl History {
                 conversation: r.get(0)?,
                 agent: r.get(1)?,
                 message_id: r.get(2)?,
+                title: title_of(r.get(4)?, r.get(5)?),
                 snippet: r.get(3)?,
             })
         })?;
@@ -266,6 +369,38 @@ impl History {
             )
             .optional()?
             .flatten())
+    }
+}
+
+/// A conversation's title: the agent's, else its first user message's
+/// first line (80 characters at most).
+fn title_of(title: Option<String>, first: Option<String>) -> String {
+    title
+        .filter(|t| !t.is_empty())
+        .or_else(|| first.map(|f| f.lines().next().unwrap_or_default().chars().take(80).collect()))
+        .unwrap_or_default()
+}
+
+/// Takes `PATH.lock` for this process, or `None` if another holds it.
+fn take_lock(path: &Path) -> Result<Option<std::fs::File>, HistoryError> {
+    use std::os::fd::AsRawFd;
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(PathBuf::from(name))?;
+    // SAFETY: flock on a descriptor this function owns.
+    let taken = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+    if taken {
+        return Ok(Some(file));
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::EWOULDBLOCK) {
+        Ok(None)
+    } else {
+        Err(e.into())
     }
 }
 

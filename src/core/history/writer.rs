@@ -50,36 +50,75 @@ pub enum Op {
     Delete {
         conversation: String,
     },
+    /// A message left the conversation (`message:removed`).
+    RemoveMessage {
+        conversation: String,
+        message_id: String,
+    },
     /// Answered once everything sent before it is written.
     Flush(mpsc::Sender<Result<(), String>>),
 }
 
+/// Told when writing starts failing (`Some(why)`) or works again (`None`).
+pub type FailureListener = Box<dyn Fn(Option<&str>) + Send>;
+
 #[derive(Clone)]
 pub struct Writer {
-    tx: mpsc::Sender<Op>,
+    /// `None` when the history is open read-only (another Parley writes it).
+    tx: Option<mpsc::Sender<Op>>,
     failure: Arc<Mutex<Option<String>>>,
+    listener: Arc<Mutex<Option<FailureListener>>>,
 }
 
 impl Writer {
     pub(super) fn start(conn: Connection) -> std::io::Result<Writer> {
         let (tx, rx) = mpsc::channel();
         let failure = Arc::new(Mutex::new(None));
-        let failed = failure.clone();
+        let listener: Arc<Mutex<Option<FailureListener>>> = Arc::default();
+        let (failed, told) = (failure.clone(), listener.clone());
         std::thread::Builder::new()
             .name("parley-history".into())
-            .spawn(move || run(conn, rx, failed))?;
-        Ok(Writer { tx, failure })
+            .spawn(move || run(conn, rx, failed, told))?;
+        Ok(Writer {
+            tx: Some(tx),
+            failure,
+            listener,
+        })
+    }
+
+    /// A writer that writes nothing (the history is read-only here).
+    pub(super) fn none(why: String) -> Writer {
+        Writer {
+            tx: None,
+            failure: Arc::new(Mutex::new(Some(why))),
+            listener: Arc::default(),
+        }
+    }
+
+    /// Whether changes are written at all.
+    pub fn writes(&self) -> bool {
+        self.tx.is_some()
+    }
+
+    /// Calls `f` whenever writing starts failing or works again.
+    pub fn on_failure(&self, f: FailureListener) {
+        *self.listener.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
 
     /// Sends a change (never blocks; dropped if the writer is gone).
     pub fn send(&self, op: Op) {
-        let _ = self.tx.send(op);
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(op);
+        }
     }
 
     /// Waits until everything sent before is written.
     pub fn flush(&self) -> Result<(), String> {
+        let Some(sender) = &self.tx else {
+            return Err(self.failure().unwrap_or_default());
+        };
         let (tx, rx) = mpsc::channel();
-        self.send(Op::Flush(tx));
+        let _ = sender.send(Op::Flush(tx));
         rx.recv()
             .unwrap_or_else(|_| Err("the history writer has stopped".into()))
     }
@@ -90,7 +129,12 @@ impl Writer {
     }
 }
 
-fn run(mut conn: Connection, rx: mpsc::Receiver<Op>, failure: Arc<Mutex<Option<String>>>) {
+fn run(
+    mut conn: Connection,
+    rx: mpsc::Receiver<Op>,
+    failure: Arc<Mutex<Option<String>>>,
+    listener: Arc<Mutex<Option<FailureListener>>>,
+) {
     while let Ok(first) = rx.recv() {
         let mut batch = vec![first];
         let deadline = Instant::now() + BATCH_TIME;
@@ -112,9 +156,20 @@ fn run(mut conn: Connection, rx: mpsc::Receiver<Op>, failure: Arc<Mutex<Option<S
             })
             .collect();
         let result = write_batch(&mut conn, join_text(ops)).map_err(|e| e.to_string());
-        *failure.lock().unwrap_or_else(|e| e.into_inner()) = result.as_ref().err().cloned();
+        let now_failing = result.as_ref().err().cloned();
+        let changed = {
+            let mut f = failure.lock().unwrap_or_else(|e| e.into_inner());
+            let changed = *f != now_failing;
+            *f = now_failing.clone();
+            changed
+        };
         if let Err(e) = &result {
             tracing::warn!(error = %e, "history: a batch was not written");
+        }
+        if changed {
+            if let Some(tell) = &*listener.lock().unwrap_or_else(|e| e.into_inner()) {
+                tell(now_failing.as_deref());
+            }
         }
         for done in flushes {
             let _ = done.send(result.clone());
@@ -238,6 +293,13 @@ fn write_batch(conn: &mut Connection, ops: Vec<Op>) -> rusqlite::Result<()> {
             Op::Delete { conversation } => {
                 tx.prepare_cached("DELETE FROM conversations WHERE id = ?1")?
                     .execute(params![conversation])?;
+            }
+            Op::RemoveMessage {
+                conversation,
+                message_id,
+            } => {
+                tx.prepare_cached("DELETE FROM messages WHERE conversation = ?1 AND id = ?2")?
+                    .execute(params![conversation, message_id])?;
             }
             Op::Message {
                 conversation,

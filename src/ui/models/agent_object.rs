@@ -61,6 +61,13 @@ mod imp {
         /// The session's title (`session_info_update`), or "".
         #[property(get)]
         pub session_title: RefCell<String>,
+        /// The current conversation's id in the history, or "" (a new
+        /// conversation before its first message).
+        #[property(get)]
+        pub conversation_id: RefCell<String>,
+        /// Why the current conversation cannot go on, or "" (it can).
+        #[property(get)]
+        pub read_only: RefCell<String>,
         /// The session's options: the composer's pickers.
         pub options: RefCell<Vec<SessionOption>>,
         /// The agent asked to be signed in to.
@@ -108,6 +115,8 @@ mod imp {
                     Signal::builder("auth-changed").build(),
                     // The session's options changed (see `options()`).
                     Signal::builder("options-changed").build(),
+                    // The list of stored conversations changed.
+                    Signal::builder("conversations-changed").build(),
                     Signal::builder("permission-requested")
                         .param_types([PermissionObject::static_type()])
                         .build(),
@@ -473,9 +482,114 @@ impl AgentObject {
             self.update_waiting();
             self.apply_session(conv.title.as_deref(), conv.options);
             self.apply_usage(&conv.usage);
+            set_string(
+                self,
+                &imp.conversation_id,
+                conv.id.as_deref().unwrap_or_default(),
+                "conversation-id",
+            );
+            set_string(
+                self,
+                &imp.read_only,
+                conv.read_only.as_deref().unwrap_or_default(),
+                "read-only",
+            );
         }
         imp.messages.replace(Some(store.clone()));
         store
+    }
+
+    /// Takes a `conversation:switched`: the current conversation is
+    /// another (its messages are read again, into the same list), or
+    /// became read-only.
+    pub fn apply_switched(&self, id: Option<&str>, read_only: Option<&str>) {
+        let imp = self.imp();
+        set_string(
+            self,
+            &imp.conversation_id,
+            id.unwrap_or_default(),
+            "conversation-id",
+        );
+        set_string(self, &imp.read_only, read_only.unwrap_or_default(), "read-only");
+        let Some(store) = self.loaded_messages() else {
+            return;
+        };
+        let Ok(conv) = self.core().conversation(&self.name()) else {
+            return;
+        };
+        let same = store.n_items() as usize == conv.messages.len()
+            && conv.messages.iter().enumerate().all(|(i, m)| {
+                store
+                    .item(i as u32)
+                    .and_downcast::<MessageObject>()
+                    .is_some_and(|o| o.id() == m.id)
+            });
+        if !same {
+            let objects: Vec<MessageObject> = conv.messages.into_iter().map(MessageObject::new).collect();
+            store.splice(0, store.n_items(), &objects);
+        }
+        let permissions = self.permissions();
+        let objects: Vec<PermissionObject> =
+            conv.permissions.into_iter().map(PermissionObject::new).collect();
+        permissions.splice(0, permissions.n_items(), &objects);
+        self.update_waiting();
+        self.apply_session(conv.title.as_deref(), conv.options);
+        self.apply_usage(&conv.usage);
+    }
+
+    /// Tells the conversation list to read the stored conversations again.
+    pub fn conversations_changed(&self) {
+        self.emit_by_name::<()>("conversations-changed", &[]);
+    }
+
+    pub fn connect_conversations_changed<F: Fn(&Self) + 'static>(&self, f: F) -> glib::SignalHandlerId {
+        self.connect_local("conversations-changed", false, move |args| {
+            if let Some(o) = args.first().and_then(|a| a.get::<Self>().ok()) {
+                f(&o);
+            }
+            None
+        })
+    }
+
+    /// The stored conversations, newest first (and the agent's own
+    /// sessions Parley has not stored).
+    pub fn list_conversations(
+        &self,
+        done: impl FnOnce(Result<crate::core::chat::Conversations, String>) + 'static,
+    ) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(
+            async move { core.chat.list(&agent, 0, 10_000).await.map_err(String::from) },
+            done,
+        );
+    }
+
+    /// `New`, `Open`, `Delete`, `Rename` of a conversation.
+    pub fn conversation_action(
+        &self,
+        what: ConversationAction,
+        done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        let core = self.core().clone();
+        let agent = self.name();
+        runtime::call(
+            async move {
+                match what {
+                    ConversationAction::New => core.chat.new_conversation(&agent),
+                    ConversationAction::Open(id) => core.chat.open(&agent, &id).await.map(|_| ()),
+                    ConversationAction::Delete(id) => core.chat.delete(&agent, &id).await,
+                    ConversationAction::Rename(id, title) => core.chat.rename(&agent, &id, &title),
+                }
+                .map_err(String::from)
+            },
+            done,
+        );
+    }
+
+    /// The current conversation as Markdown.
+    pub fn export(&self) -> Result<String, String> {
+        self.core().chat.export(&self.name()).map_err(String::from)
     }
 
     /// The messages if they were ever loaded: events for a conversation
@@ -650,6 +764,14 @@ impl AgentObject {
             done,
         );
     }
+}
+
+/// What `conversation_action` does.
+pub enum ConversationAction {
+    New,
+    Open(String),
+    Delete(String),
+    Rename(String, String),
 }
 
 /// Sets a string property's cell and notifies when it changed.

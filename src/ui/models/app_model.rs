@@ -44,6 +44,11 @@ mod imp {
                     Signal::builder("config-changed")
                         .param_types([bool::static_type(), String::static_type()])
                         .build(),
+                    // Whether conversations are written to disk, and
+                    // why not ("" when they are).
+                    Signal::builder("history-status")
+                        .param_types([bool::static_type(), String::static_type()])
+                        .build(),
                     // A new agent object (for listeners of its signals).
                     Signal::builder("agent-added")
                         .param_types([AgentObject::static_type()])
@@ -133,6 +138,18 @@ impl AppModel {
         for a in (0..store.n_items()).filter_map(|i| store.item(i).and_downcast::<AgentObject>()) {
             a.forget_conversation();
         }
+    }
+
+    pub fn connect_history_status<F: Fn(bool, &str) + 'static>(&self, f: F) -> glib::SignalHandlerId {
+        self.connect_local("history-status", false, move |args| {
+            let writable = args.get(1).and_then(|a| a.get::<bool>().ok()).unwrap_or(true);
+            let error = args
+                .get(2)
+                .and_then(|a| a.get::<String>().ok())
+                .unwrap_or_default();
+            f(writable, &error);
+            None
+        })
     }
 
     pub fn connect_config_changed<F: Fn(&Self, bool, &str) + 'static>(&self, f: F) -> glib::SignalHandlerId {
@@ -292,6 +309,22 @@ impl AppModel {
                     if let Some(a) = self.agent(&c.agent) {
                         a.apply_session(c.title.as_deref(), c.options);
                     }
+                }
+                Event::ConversationSwitched(c) => {
+                    last_delta = None;
+                    if let Some(a) = self.agent(&c.agent) {
+                        a.apply_switched(c.conversation.as_deref(), c.reason.as_deref());
+                        touched(&a, &mut changed);
+                    }
+                }
+                Event::ConversationsChanged(c) => {
+                    if let Some(a) = self.agent(&c.agent) {
+                        a.conversations_changed();
+                    }
+                }
+                Event::HistoryStatus(h) => {
+                    let text = h.error.unwrap_or_default();
+                    self.emit_by_name::<()>("history-status", &[&h.writable, &text]);
                 }
             }
         }

@@ -1,0 +1,622 @@
+//! Many conversations per agent, kept in the history (issue 16): the
+//! recorder that writes what the conversations emit, and `ChatService`'s
+//! `List`, `New`, `Open`, `Delete`, `Rename`, `Search` and `Export`.
+//!
+//! An agent has one *current* conversation in memory (what
+//! `Conversation(agent)` returns); the others are only on disk. A
+//! conversation gets its row when its first user message is sent, so
+//! opening an agent never leaves an empty conversation behind.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::message::{Message, Role};
+use super::{lock, Chat, ChatError, Conv, Conversation};
+use crate::core::acp::calls;
+use crate::core::events::{ConversationSwitched, ConversationsChanged, Event, HistoryStatus};
+use crate::core::history::{self, ConversationSummary, History, Hit, Op};
+use crate::i18n::gettext;
+
+/// The prefix of a `List` id for a session the agent listed but Parley has
+/// not stored.
+pub const AGENT_SESSION: &str = "session:";
+
+/// What the chat writes to, and which conversation each agent's events
+/// belong to. One lock for both: it is taken for every streamed chunk.
+#[derive(Default)]
+pub(super) struct Recorder {
+    history: Option<History>,
+    /// The configuration's path: history of another stays apart.
+    config: String,
+    /// Agent → its current conversation's id (once it has a row).
+    pub(super) ids: HashMap<String, String>,
+    /// Agent → the title last written (titles come with every option change).
+    pub(super) titles: HashMap<String, Option<String>>,
+    /// The titles of the sessions agents listed, by agent and session id
+    /// (an opened one keeps its title).
+    listed: HashMap<(String, String), String>,
+}
+
+/// `ChatService.List`: the agent's conversations, newest first, and the
+/// sessions the agent lists that Parley has not stored.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Conversations {
+    pub conversations: Vec<ConversationSummary>,
+    /// The current conversation's id (none until its first message).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<String>,
+    /// Whether this Parley writes the history.
+    pub writable: bool,
+}
+
+fn new_conversation_id(n: u64) -> String {
+    let millis = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis())
+        .unwrap_or(0);
+    format!("c{millis:x}-{n}")
+}
+
+impl Chat {
+    /// Keeps the conversations of configuration `config` in `history`
+    /// (`None`: in memory only).
+    pub fn set_history(&self, history: Option<History>, config: &str) {
+        let mut r = lock(&self.inner.recorder);
+        r.history = history;
+        r.config = config.to_owned();
+        r.ids.clear();
+        r.titles.clear();
+    }
+
+    /// The history, if conversations are kept.
+    pub fn history(&self) -> Option<History> {
+        lock(&self.inner.recorder).history.clone()
+    }
+
+    /// Writes what an event changes of the agent's current conversation.
+    pub(super) fn record(&self, e: &Event) {
+        let mut title_changed = None;
+        {
+            let mut r = lock(&self.inner.recorder);
+            let Some(writer) = r.history.as_ref().map(|h| h.writer().clone()) else {
+                return;
+            };
+            let op = match e {
+                Event::MessageDelta(d) => {
+                    let Some(id) = r.ids.get(&d.agent) else { return };
+                    Op::Delta {
+                        conversation: id.clone(),
+                        message_id: d.message_id.clone(),
+                        index: d.index,
+                        kind: d.kind,
+                        text: d.text.clone(),
+                        part: d.part.clone(),
+                    }
+                }
+                Event::MessageUpdated(u) => {
+                    let Some(id) = r.ids.get(&u.agent) else { return };
+                    Op::Message {
+                        conversation: id.clone(),
+                        message: u.message.clone(),
+                    }
+                }
+                Event::MessageRemoved(m) => {
+                    let Some(id) = r.ids.get(&m.agent) else { return };
+                    Op::RemoveMessage {
+                        conversation: id.clone(),
+                        message_id: m.message_id.clone(),
+                    }
+                }
+                Event::SessionChanged(s) => {
+                    let Some(id) = r.ids.get(&s.agent).cloned() else {
+                        return;
+                    };
+                    if r.titles.get(&s.agent) == Some(&s.title) {
+                        return;
+                    }
+                    r.titles.insert(s.agent.clone(), s.title.clone());
+                    title_changed = Some(s.agent.clone());
+                    Op::Title {
+                        conversation: id,
+                        title: s.title.clone(),
+                    }
+                }
+                _ => return,
+            };
+            writer.send(op);
+        }
+        if let Some(agent) = title_changed {
+            self.emit(Event::ConversationsChanged(ConversationsChanged { agent }));
+        }
+    }
+
+    /// Gives the agent's conversation its row, with what it holds so far
+    /// (warnings before the first message): called with `c` locked, before
+    /// its first user message is added.
+    pub(super) fn give_row(&self, agent: &str, c: &mut Conv) -> bool {
+        if c.conversation.is_some() {
+            return false;
+        }
+        let mut r = lock(&self.inner.recorder);
+        let Some(writer) = r
+            .history
+            .as_ref()
+            .filter(|h| h.writable())
+            .map(|h| h.writer().clone())
+        else {
+            return false;
+        };
+        let id = new_conversation_id(
+            self.inner
+                .next_id
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        );
+        writer.send(Op::Conversation {
+            id: id.clone(),
+            config: r.config.clone(),
+            agent: agent.to_owned(),
+            created_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
+        });
+        if let Some(sid) = &c.stored_session {
+            writer.send(Op::Session {
+                conversation: id.clone(),
+                session_id: Some(sid.clone()),
+            });
+        }
+        if c.title.is_some() {
+            writer.send(Op::Title {
+                conversation: id.clone(),
+                title: c.title.clone(),
+            });
+        }
+        for m in &c.messages {
+            writer.send(Op::Message {
+                conversation: id.clone(),
+                message: m.clone(),
+            });
+        }
+        r.titles.insert(agent.to_owned(), c.title.clone());
+        r.ids.insert(agent.to_owned(), id.clone());
+        c.conversation = Some(id);
+        true
+    }
+
+    /// Stores the agent session of the agent's current conversation.
+    pub(super) fn record_session(&self, agent: &str, session_id: &str) {
+        let r = lock(&self.inner.recorder);
+        if let (Some(h), Some(id)) = (&r.history, r.ids.get(agent)) {
+            h.writer().send(Op::Session {
+                conversation: id.clone(),
+                session_id: Some(session_id.to_owned()),
+            });
+        }
+    }
+
+    fn config_key(&self) -> String {
+        lock(&self.inner.recorder).config.clone()
+    }
+
+    fn history_or_err(&self) -> Result<History, ChatError> {
+        self.history()
+            .ok_or_else(|| ChatError::History(gettext("no history is kept")))
+    }
+
+    /// `List(agent)`: stored conversations, newest first, then the
+    /// sessions the running agent lists (`session/list`) for its working
+    /// directory that no stored conversation holds.
+    pub async fn list(&self, agent: &str, offset: usize, limit: usize) -> Result<Conversations, ChatError> {
+        let sup = &self.inner.supervisor;
+        let Some(def) = sup.definition(agent) else {
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
+        };
+        let current = lock(&self.inner.convs)
+            .get(agent)
+            .and_then(|c| c.conversation.clone());
+        let Some(h) = self.history() else {
+            return Ok(Conversations {
+                conversations: Vec::new(),
+                current,
+                writable: false,
+            });
+        };
+        let config = self.config_key();
+        let stored = {
+            let h = h.clone();
+            let (config, agent) = (config.clone(), agent.to_owned());
+            tokio::task::spawn_blocking(move || {
+                flushed(&h);
+                h.list(&config, &agent, limit.max(1), offset)
+            })
+            .await
+            .map_err(|e| ChatError::History(e.to_string()))?
+            .map_err(|e| ChatError::History(e.to_string()))?
+        };
+        let mut conversations = stored;
+        // The agent's own list, only on the first page and only from a
+        // running agent (listing never starts one).
+        let listed = match (offset, sup.connection(agent), sup.capabilities(agent)) {
+            (0, Some((conn, _)), Some(caps)) if caps.session_capabilities.list.is_some() => {
+                match calls::list_sessions(&conn, &def.working_dir()).await {
+                    Ok(l) => l,
+                    Err(e) => {
+                        sup.log(agent, format!("parley: session/list failed: {e}"));
+                        Vec::new()
+                    }
+                }
+            }
+            _ => Vec::new(),
+        };
+        for s in listed {
+            let sid = s.session_id.to_string();
+            if super::controls::shown_text(&sid, 200) != sid
+                || conversations
+                    .iter()
+                    .any(|c| c.session_id.as_deref() == Some(sid.as_str()))
+                || h.by_session(&config, agent, &sid).ok().flatten().is_some()
+            {
+                continue;
+            }
+            let title = s
+                .title
+                .map(|t| super::controls::shown_text(&t, 200))
+                .unwrap_or_default();
+            lock(&self.inner.recorder)
+                .listed
+                .insert((agent.to_owned(), sid.clone()), title.clone());
+            conversations.push(ConversationSummary {
+                id: format!("{AGENT_SESSION}{sid}"),
+                agent: agent.to_owned(),
+                title,
+                created_at: s.updated_at.clone().unwrap_or_default(),
+                updated_at: s.updated_at.unwrap_or_default(),
+                messages: 0,
+                session_id: Some(sid),
+                external: true,
+            });
+        }
+        Ok(Conversations {
+            conversations,
+            current,
+            writable: h.writable(),
+        })
+    }
+
+    /// Takes the agent's current conversation out of memory (`New`, and
+    /// before `Open`); refused while a turn runs. The session it leaves
+    /// is closed where the agent offers `session/close`.
+    fn leave_current(&self, agent: &str, next: Conv) -> Result<(), ChatError> {
+        let left = {
+            let mut convs = lock(&self.inner.convs);
+            let c = convs.entry(agent.to_owned()).or_default();
+            if c.busy {
+                return Err(ChatError::Busy);
+            }
+            let old = std::mem::replace(c, next);
+            // The new conversation's row (an opened one has it already).
+            let mut r = lock(&self.inner.recorder);
+            match &c.conversation {
+                Some(id) => {
+                    r.ids.insert(agent.to_owned(), id.clone());
+                    r.titles.insert(agent.to_owned(), c.title.clone());
+                }
+                None => {
+                    r.ids.remove(agent);
+                    r.titles.remove(agent);
+                }
+            }
+            old.session
+        };
+        let sup = self.inner.supervisor.clone();
+        if let (Some((sid, generation)), Some((conn, g)), Some(caps)) =
+            (left, sup.connection(agent), sup.capabilities(agent))
+        {
+            if g == generation && caps.session_capabilities.close.is_some() {
+                let agent = agent.to_owned();
+                tokio::spawn(async move {
+                    if let Err(e) = calls::close_session(&conn, &sid.to_string()).await {
+                        sup.log(&agent, format!("parley: session/close failed: {e}"));
+                    }
+                });
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn emit_switched(&self, agent: &str) {
+        let (conversation, read_only) = lock(&self.inner.convs)
+            .get(agent)
+            .map(|c| (c.conversation.clone(), c.read_only.clone()))
+            .unwrap_or_default();
+        self.emit(Event::ConversationSwitched(ConversationSwitched {
+            agent: agent.to_owned(),
+            conversation,
+            read_only: read_only.is_some(),
+            reason: read_only,
+        }));
+    }
+
+    /// `New(agent)`: the agent's current conversation becomes a new, empty
+    /// one (the old one stays in the history).
+    pub fn new_conversation(&self, agent: &str) -> Result<(), ChatError> {
+        if self.inner.supervisor.definition(agent).is_none() {
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
+        }
+        self.leave_current(agent, Conv::default())?;
+        self.emit_switched(agent);
+        self.emit(Event::ConversationsChanged(ConversationsChanged {
+            agent: agent.to_owned(),
+        }));
+        Ok(())
+    }
+
+    /// `Open(agent, id)`: a stored conversation becomes the agent's
+    /// current one; its session is resumed (or loaded) from the agent when
+    /// it runs, else at the next message. An id from `List` that names a
+    /// session of the agent's own (`session:…`) is stored first, then
+    /// loaded from the agent.
+    pub async fn open(&self, agent: &str, id: &str) -> Result<Conversation, ChatError> {
+        let sup = self.inner.supervisor.clone();
+        if sup.definition(agent).is_none() {
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
+        }
+        let h = self.history_or_err()?;
+        let config = self.config_key();
+        if id.starts_with(AGENT_SESSION) {
+            let hh = h.clone();
+            let _ = tokio::task::spawn_blocking(move || flushed(&hh)).await;
+        }
+        let (id, stored, messages, external) = match id.strip_prefix(AGENT_SESSION) {
+            Some(sid) => match h.by_session(&config, agent, sid).ok().flatten() {
+                Some(existing) => {
+                    let stored = h.conversation(&existing).ok().flatten();
+                    let messages = h.messages(&existing).unwrap_or_default();
+                    (existing, stored, messages, None)
+                }
+                None => (String::new(), None, Vec::new(), Some(sid.to_owned())),
+            },
+            None => {
+                let hh = h.clone();
+                let owned = id.to_owned();
+                let (stored, messages) = tokio::task::spawn_blocking(move || {
+                    flushed(&hh);
+                    Ok::<_, history::HistoryError>((hh.conversation(&owned)?, hh.messages(&owned)?))
+                })
+                .await
+                .map_err(|e| ChatError::History(e.to_string()))?
+                .map_err(|e| ChatError::History(e.to_string()))?;
+                let stored = stored
+                    .filter(|s| s.agent == agent && s.config == config)
+                    .ok_or_else(|| ChatError::NoSuchConversation(id.to_owned()))?;
+                (id.to_owned(), Some(stored), messages, None)
+            }
+        };
+        // Message ids go on after the stored ones (they are unique in a
+        // conversation, across runs).
+        let highest = messages
+            .iter()
+            .filter_map(|m| m.id.strip_prefix('m').and_then(|n| n.parse::<u64>().ok()))
+            .max()
+            .unwrap_or(0);
+        self.inner
+            .next_id
+            .fetch_max(highest + 1, std::sync::atomic::Ordering::Relaxed);
+        let listed_title = external.as_ref().and_then(|sid| {
+            lock(&self.inner.recorder)
+                .listed
+                .get(&(agent.to_owned(), sid.clone()))
+                .filter(|t| !t.is_empty())
+                .cloned()
+        });
+        let mut next = Conv {
+            title: stored.as_ref().and_then(|s| s.title.clone()).or(listed_title),
+            stored_session: stored.as_ref().and_then(|s| s.session_id.clone()).or(external),
+            from_history: true,
+            messages,
+            ..Conv::default()
+        };
+        next.conversation = (!id.is_empty()).then(|| id.clone());
+        next.read_only = self.cannot_resume(agent, &next);
+        self.leave_current(agent, next)?;
+        if id.is_empty() {
+            let mut convs = lock(&self.inner.convs);
+            if let Some(c) = convs.get_mut(agent) {
+                self.give_row(agent, c);
+            }
+        }
+        self.emit_switched(agent);
+        self.emit(Event::ConversationsChanged(ConversationsChanged {
+            agent: agent.to_owned(),
+        }));
+        // Resumed now when the agent runs, so its options show.
+        if sup.connection(agent).is_some() {
+            let this = self.clone();
+            let agent = agent.to_owned();
+            tokio::spawn(async move {
+                if let Err(e) = this.prepare(&agent).await {
+                    tracing::debug!(agent, error = %e, "the opened conversation's session");
+                }
+            });
+        }
+        self.conversation(agent)
+    }
+
+    /// Why the conversation cannot go on with its agent session, when the
+    /// agent's capabilities are known and offer neither resume nor load.
+    pub(super) fn cannot_resume(&self, agent: &str, c: &Conv) -> Option<String> {
+        c.stored_session.as_ref()?;
+        if !c.from_history {
+            return None;
+        }
+        let caps = self.inner.supervisor.capabilities(agent)?;
+        if caps.session_capabilities.resume.is_some() || caps.load_session {
+            return None;
+        }
+        Some(gettext(
+            "This agent cannot resume its sessions, so this conversation is read-only. Continue in a new conversation.",
+        ))
+    }
+
+    /// `Delete(agent, id)`: the conversation leaves the history, and the
+    /// agent deletes its session where it offers `session/delete`.
+    pub async fn delete(&self, agent: &str, id: &str) -> Result<(), ChatError> {
+        let sup = self.inner.supervisor.clone();
+        if sup.definition(agent).is_none() {
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
+        }
+        let h = self.history_or_err()?;
+        let config = self.config_key();
+        {
+            let hh = h.clone();
+            let _ = tokio::task::spawn_blocking(move || flushed(&hh)).await;
+        }
+        let (stored_id, session) = match id.strip_prefix(AGENT_SESSION) {
+            Some(sid) => (
+                h.by_session(&config, agent, sid).ok().flatten(),
+                Some(sid.to_owned()),
+            ),
+            None => {
+                let stored = h
+                    .conversation(id)
+                    .map_err(|e| ChatError::History(e.to_string()))?
+                    .filter(|s| s.agent == agent && s.config == config)
+                    .ok_or_else(|| ChatError::NoSuchConversation(id.to_owned()))?;
+                (Some(stored.id), stored.session_id)
+            }
+        };
+        let is_current = stored_id.is_some()
+            && lock(&self.inner.convs)
+                .get(agent)
+                .is_some_and(|c| c.conversation == stored_id);
+        if is_current {
+            self.leave_current(agent, Conv::default())?;
+            self.emit_switched(agent);
+        }
+        if let Some(stored_id) = stored_id {
+            if !h.writable() {
+                return Err(ChatError::History(h.writer().failure().unwrap_or_default()));
+            }
+            h.writer().send(Op::Delete {
+                conversation: stored_id,
+            });
+        }
+        if let (Some(sid), Some((conn, _)), Some(caps)) =
+            (session, sup.connection(agent), sup.capabilities(agent))
+        {
+            if caps.session_capabilities.delete.is_some() {
+                if let Err(e) = calls::delete_session(&conn, &sid).await {
+                    sup.log(agent, format!("parley: session/delete failed: {e}"));
+                }
+            }
+        }
+        self.emit(Event::ConversationsChanged(ConversationsChanged {
+            agent: agent.to_owned(),
+        }));
+        Ok(())
+    }
+
+    /// `Rename(agent, id, title)`.
+    pub fn rename(&self, agent: &str, id: &str, title: &str) -> Result<(), ChatError> {
+        if self.inner.supervisor.definition(agent).is_none() {
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
+        }
+        let h = self.history_or_err()?;
+        if !h.writable() {
+            return Err(ChatError::History(h.writer().failure().unwrap_or_default()));
+        }
+        let title = super::controls::shown_text(title.trim(), 200);
+        let stored = h
+            .conversation(id)
+            .map_err(|e| ChatError::History(e.to_string()))?
+            .filter(|s| s.agent == agent && s.config == self.config_key())
+            .ok_or_else(|| ChatError::NoSuchConversation(id.to_owned()))?;
+        let title = (!title.is_empty()).then_some(title);
+        h.writer().send(Op::Title {
+            conversation: stored.id.clone(),
+            title: title.clone(),
+        });
+        let changed = {
+            let mut convs = lock(&self.inner.convs);
+            match convs.get_mut(agent) {
+                Some(c) if c.conversation.as_deref() == Some(id) => {
+                    c.title = title.clone();
+                    lock(&self.inner.recorder)
+                        .titles
+                        .insert(agent.to_owned(), title.clone());
+                    Some(c.session_changed(agent))
+                }
+                _ => None,
+            }
+        };
+        if let Some(e) = changed {
+            self.emit(e);
+        }
+        self.emit(Event::ConversationsChanged(ConversationsChanged {
+            agent: agent.to_owned(),
+        }));
+        Ok(())
+    }
+
+    /// `Search(query)`: across this configuration's conversations, best
+    /// first; the matching words between U+0002 and U+0003.
+    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, ChatError> {
+        let h = self.history_or_err()?;
+        let config = self.config_key();
+        let query = query.to_owned();
+        tokio::task::spawn_blocking(move || {
+            flushed(&h);
+            h.search(&config, &query, limit.clamp(1, 500))
+        })
+        .await
+        .map_err(|e| ChatError::History(e.to_string()))?
+        .map_err(|e| ChatError::History(e.to_string()))
+    }
+
+    /// `Export(agent)`: the agent's current conversation as Markdown.
+    pub fn export(&self, agent: &str) -> Result<String, ChatError> {
+        let c = self.conversation(agent)?;
+        Ok(history::export::markdown(
+            c.title.as_deref().unwrap_or_else(|| first_line(&c.messages)),
+            agent,
+            &c.messages,
+        ))
+    }
+
+    /// Tells the front ends whether the history is written (`history:status`).
+    pub fn history_status(&self) -> HistoryStatus {
+        match self.history() {
+            None => HistoryStatus {
+                writable: false,
+                error: Some(gettext("no history is kept")),
+            },
+            Some(h) => HistoryStatus {
+                writable: h.writable() && h.writer().failure().is_none(),
+                error: h.writer().failure(),
+            },
+        }
+    }
+}
+
+/// Waits until what was sent to the writer is on disk, so a read that
+/// follows sees it (a read-only history has nothing to wait for).
+fn flushed(h: &History) {
+    if h.writable() {
+        if let Err(e) = h.writer().flush() {
+            tracing::debug!(error = %e, "history: flush before a read");
+        }
+    }
+}
+
+fn first_line(messages: &[Message]) -> &str {
+    messages
+        .iter()
+        .find(|m| m.role == Role::User)
+        .and_then(|m| {
+            m.parts.iter().find_map(|p| match p {
+                super::message::Part::Text { text } => text.lines().next(),
+                _ => None,
+            })
+        })
+        .unwrap_or_default()
+}

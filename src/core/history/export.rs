@@ -1,0 +1,133 @@
+//! A conversation as Markdown (the window's Export, `parley-cli export`):
+//! who said what, the agent's text as it wrote it, thoughts quoted, tool
+//! calls as a line with their status and diffs as `diff` blocks, plans as
+//! task lists, attachments by name.
+
+use std::fmt::Write;
+
+use crate::core::chat::message::{self, Message, Part, Role};
+use crate::i18n::gettext;
+
+/// A fence longer than any run of backticks in `text`.
+fn fence(text: &str) -> String {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        if c == '`' {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    "`".repeat(longest.max(2) + 1)
+}
+
+fn quoted(text: &str) -> String {
+    text.lines().map(|l| format!("> {l}\n")).collect()
+}
+
+/// The Markdown of `messages`, headed by `title`.
+pub fn markdown(title: &str, agent: &str, messages: &[Message]) -> String {
+    let mut out = String::new();
+    let title = if title.trim().is_empty() {
+        gettext("Conversation")
+    } else {
+        title.trim().to_owned()
+    };
+    let _ = writeln!(out, "# {}\n", title.replace('\n', " "));
+    for m in messages {
+        let who = match m.role {
+            Role::User => gettext("You"),
+            Role::Agent => agent.to_owned(),
+            Role::System => gettext("Parley"),
+        };
+        let _ = writeln!(out, "## {who} · {}\n", m.created_at);
+        for part in &m.parts {
+            match part {
+                Part::Text { text } => {
+                    let _ = writeln!(out, "{}\n", text.trim_end());
+                }
+                Part::Thought { text } => {
+                    let _ = writeln!(out, "{}", quoted(text.trim_end()));
+                }
+                Part::Tool(t) => {
+                    let _ = writeln!(
+                        out,
+                        "- **{}** ({}, {})",
+                        t.title.replace('\n', " "),
+                        message::wire_name(&t.kind),
+                        message::wire_name(&t.status)
+                    );
+                    for d in &t.diffs {
+                        let body: String = d
+                            .old_text
+                            .lines()
+                            .map(|l| format!("-{l}\n"))
+                            .chain(d.new_text.lines().map(|l| format!("+{l}\n")))
+                            .collect();
+                        let f = fence(&body);
+                        let _ = writeln!(out, "\n  `{}`\n\n{f}diff\n{body}{f}", d.path);
+                    }
+                    out.push('\n');
+                }
+                Part::Plan { entries } => {
+                    for e in entries {
+                        let done = if message::wire_name(&e.status) == "completed" {
+                            "x"
+                        } else {
+                            " "
+                        };
+                        let _ = writeln!(out, "- [{done}] {}", e.content.replace('\n', " "));
+                    }
+                    out.push('\n');
+                }
+                Part::Attachment(a) => {
+                    let _ = writeln!(out, "📎 {} ({})\n", a.name, a.uri);
+                }
+            }
+        }
+        if let Some(e) = &m.error {
+            let _ = writeln!(out, "*{}*\n", e.replace('\n', " "));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::chat::message::{Diff, ToolCall};
+
+    #[test]
+    fn code_in_the_answer_keeps_its_fences() {
+        let mut q = Message::new("m1".into(), "demo", Role::User);
+        q.parts.push(Part::Text {
+            text: "Show ````` fences".into(),
+        });
+        let mut a = Message::new("m2".into(), "demo", Role::Agent);
+        a.parts.push(Part::Thought {
+            text: "thinking\nhard".into(),
+        });
+        a.parts.push(Part::Text {
+            text: "```rust\nfn x() {}\n```".into(),
+        });
+        a.parts.push(Part::Tool(ToolCall {
+            title: "Edit a.rs".into(),
+            diffs: vec![Diff {
+                path: "a.rs".into(),
+                old_text: "a ```` b".into(),
+                new_text: "c".into(),
+                new_file: false,
+            }],
+            ..ToolCall::default()
+        }));
+        let md = markdown("Fences", "demo", &[q, a]);
+        assert!(md.starts_with("# Fences\n"), "{md}");
+        assert!(md.contains("## You · "), "{md}");
+        assert!(md.contains("> thinking\n> hard\n"), "{md}");
+        assert!(md.contains("```rust\nfn x() {}\n```"), "{md}");
+        // The diff's fence is longer than the backticks inside it.
+        assert!(md.contains("`````diff\n-a ```` b\n+c\n`````"), "{md}");
+    }
+}

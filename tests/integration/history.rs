@@ -1,0 +1,426 @@
+//! Issue 16: conversations that last. A real SQLite file in the test's
+//! directory, Parley quit and started again, and the demo agent's
+//! `resume`, `load` and `list` modes keeping their sessions on disk.
+
+use std::time::Duration;
+
+use parley::core::chat::message::Role;
+use parley::core::chat::ChatError;
+use parley::core::events::Event;
+use serde_json::{json, Value};
+
+use crate::common::*;
+
+/// The demo agent in `mode`, its sessions kept in `sessions`, working in
+/// `cwd`.
+fn keeper(name: &str, mode: &str, sessions: &std::path::Path, cwd: &std::path::Path) -> Value {
+    json!({"name": name, "command": demo(), "cwd": cwd.display().to_string(),
+        "env": {"PARLEY_DEMO_MODE": mode, "PARLEY_DEMO_SESSIONS": sessions.display().to_string()}})
+}
+
+fn texts(h: &Harness, agent: &str) -> Vec<(Role, String)> {
+    h.core
+        .conversation(agent)
+        .expect("conversation")
+        .messages
+        .iter()
+        .map(|m| (m.role, m.text()))
+        .collect()
+}
+
+fn logged(h: &Harness, agent: &str, what: &str) -> bool {
+    h.core
+        .supervisor
+        .logs(agent)
+        .unwrap_or_default()
+        .iter()
+        .any(|l| l.contains(what))
+}
+
+async fn said(h: &mut Harness, agent: &str, text: &str) {
+    h.core.chat.send(agent, text).expect("send");
+    h.wait_idle(agent).await;
+}
+
+fn paths(h: &Harness) -> (std::path::PathBuf, std::path::PathBuf) {
+    (h.dir.path().join("sessions"), h.dir.path().join("work"))
+}
+
+/// A harness whose agents keep their sessions in its own directory.
+fn keeping(mode: &str) -> Harness {
+    let probe = Harness::new(&[]);
+    let (sessions, cwd) = paths(&probe);
+    std::fs::create_dir_all(&cwd).expect("cwd");
+    std::fs::write(
+        probe.path(),
+        config_text(&[keeper("k", mode, &sessions, &cwd)], 4, "0"),
+    )
+    .expect("config");
+    probe
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_conversation_survives_a_restart_and_its_session_is_resumed() {
+    let h = keeping("resume");
+    let mut h = h.restart().await;
+    said(&mut h, "k", "echo the first answer").await;
+    let list = h.core.chat.list("k", 0, 50).await.expect("list");
+    assert_eq!(list.conversations.len(), 1, "{list:?}");
+    let id = list.conversations[0].id.clone();
+    assert_eq!(list.current.as_deref(), Some(id.as_str()));
+    assert_eq!(list.conversations[0].title, "echo the first answer");
+    let sid = list.conversations[0]
+        .session_id
+        .clone()
+        .expect("the session is stored");
+
+    let mut h = h.restart().await;
+    assert!(
+        h.core
+            .conversation("k")
+            .expect("conversation")
+            .messages
+            .is_empty(),
+        "a new Parley starts with a new conversation"
+    );
+    let opened = h.core.chat.open("k", &id).await.expect("open");
+    assert_eq!(opened.messages.len(), 2);
+    assert_eq!(opened.read_only, None, "not known to be read-only");
+    said(&mut h, "k", "echo the second answer").await;
+    assert!(
+        logged(&h, "k", &format!("session/resume {sid}")),
+        "{:?}",
+        h.core.supervisor.logs("k")
+    );
+    assert!(!logged(&h, "k", "session/new"), "no new session");
+    let t = texts(&h, "k");
+    assert_eq!(
+        t.iter().map(|(r, _)| *r).collect::<Vec<_>>(),
+        [Role::User, Role::Agent, Role::User, Role::Agent],
+        "no agent-restarted message: {t:?}"
+    );
+    assert!(t[3].1.contains("the second answer"), "{t:?}");
+    // Message ids stay unique across the two runs.
+    let conv = h.core.conversation("k").expect("conversation");
+    let mut ids: Vec<&str> = conv.messages.iter().map(|m| m.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 4, "{:?}", conv.messages);
+
+    // A third run finds all four messages on disk.
+    let h = h.restart().await;
+    let opened = h.core.chat.open("k", &id).await.expect("open");
+    assert_eq!(opened.messages.len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_loaded_session_is_merged_with_what_is_stored() {
+    let h = keeping("load");
+    let mut h = h.restart().await;
+    said(&mut h, "k", "echo one").await;
+    said(&mut h, "k", "echo two").await;
+    let id = h.core.conversation("k").expect("conv").id.expect("stored");
+    let sid = h.core.chat.list("k", 0, 5).await.expect("list").conversations[0]
+        .session_id
+        .clone()
+        .expect("session");
+    let mut h = h.restart().await;
+    // Meanwhile the session went on in a terminal: one more turn.
+    let (sessions, _) = paths(&h);
+    let file = sessions.join(format!("{sid}.json"));
+    let mut stored: Value = serde_json::from_str(&read(&file)).expect("session file");
+    stored["turns"]
+        .as_array_mut()
+        .expect("turns")
+        .push(json!({"user": "said in a terminal", "agent": "answered in a terminal"}));
+    std::fs::write(&file, stored.to_string()).expect("write");
+
+    h.core.supervisor.start("k").await.expect("start");
+    h.core.chat.open("k", &id).await.expect("open");
+    h.wait_for(
+        "the replayed turn",
+        Duration::from_secs(10),
+        |e| matches!(e, Event::MessageUpdated(u) if u.message.text() == "answered in a terminal"),
+    )
+    .await;
+    assert!(logged(&h, "k", &format!("session/load {sid}")));
+    let t: Vec<String> = texts(&h, "k").into_iter().map(|(_, t)| t).collect();
+    assert_eq!(
+        t.len(),
+        6,
+        "the four stored messages once, the terminal's turn added: {t:?}"
+    );
+    assert_eq!(t[4], "said in a terminal");
+    // It is stored too: a new Parley opens all six.
+    let h = h.restart().await;
+    assert_eq!(h.core.chat.open("k", &id).await.expect("open").messages.len(), 6);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn without_resume_or_load_a_stored_conversation_is_read_only() {
+    let mut h = Harness::new(&[agent("a", "")]);
+    said(&mut h, "a", "echo hello").await;
+    let id = h.core.conversation("a").expect("conv").id.expect("stored");
+    let mut h = h.restart().await;
+    h.core.supervisor.start("a").await.expect("start");
+    let opened = h.core.chat.open("a", &id).await.expect("open");
+    let why = opened
+        .read_only
+        .expect("read-only, the agent's capabilities being known");
+    assert!(why.contains("new conversation"), "{why}");
+    h.wait_for(
+        "conversation:switched",
+        Duration::from_secs(5),
+        |e| matches!(e, Event::ConversationSwitched(s) if s.read_only),
+    )
+    .await;
+    match h.core.chat.send("a", "echo again") {
+        Err(ChatError::ReadOnly(w)) => assert_eq!(w, why),
+        other => panic!("{other:?}"),
+    }
+    // Continue in a new conversation: it works, and the old one stays.
+    h.core.chat.new_conversation("a").expect("new");
+    said(&mut h, "a", "echo fresh").await;
+    let list = h.core.chat.list("a", 0, 10).await.expect("list");
+    let titles: Vec<&str> = list.conversations.iter().map(|c| c.title.as_str()).collect();
+    assert_eq!(titles, ["echo fresh", "echo hello"], "newest first");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_started_elsewhere_are_listed_loaded_and_deleted() {
+    let h = keeping("load,list");
+    let mut h = h.restart().await;
+    let (sessions, cwd) = paths(&h);
+    std::fs::create_dir_all(&sessions).expect("sessions");
+    let outside = json!({"sessionId": "demo-terminal-1", "cwd": cwd.display().to_string(),
+        "title": "Started in a terminal", "updatedAt": "2026-11-30T10:00:00Z",
+        "turns": [{"user": "what is here?", "agent": "a Rust crate"}]});
+    std::fs::write(sessions.join("demo-terminal-1.json"), outside.to_string()).expect("write");
+    let elsewhere = json!({"sessionId": "demo-elsewhere", "cwd": "/somewhere/else",
+        "title": "Another project", "updatedAt": "2026-11-30T10:00:00Z", "turns": []});
+    std::fs::write(sessions.join("demo-elsewhere.json"), elsewhere.to_string()).expect("write");
+
+    // Listing never starts the agent.
+    let list = h.core.chat.list("k", 0, 10).await.expect("list");
+    assert!(list.conversations.is_empty(), "{list:?}");
+    h.core.supervisor.start("k").await.expect("start");
+    let list = h.core.chat.list("k", 0, 10).await.expect("list");
+    assert_eq!(list.conversations.len(), 1, "only the agent's cwd: {list:?}");
+    let listed = &list.conversations[0];
+    assert!(listed.external);
+    assert_eq!(
+        (listed.id.as_str(), listed.title.as_str()),
+        ("session:demo-terminal-1", "Started in a terminal")
+    );
+
+    h.core.chat.open("k", &listed.id).await.expect("open");
+    h.wait_for(
+        "the replay",
+        Duration::from_secs(10),
+        |e| matches!(e, Event::MessageUpdated(u) if u.message.text() == "a Rust crate"),
+    )
+    .await;
+    assert_eq!(
+        texts(&h, "k"),
+        [
+            (Role::User, "what is here?".to_owned()),
+            (Role::Agent, "a Rust crate".to_owned())
+        ]
+    );
+    said(&mut h, "k", "echo and now from Parley").await;
+    // Now it is Parley's: listed once, stored.
+    let list = h.core.chat.list("k", 0, 10).await.expect("list");
+    assert_eq!(list.conversations.len(), 1, "{list:?}");
+    assert!(!list.conversations[0].external);
+    assert_eq!(list.conversations[0].title, "Started in a terminal");
+    assert_eq!(list.conversations[0].messages, 4);
+
+    let id = list.conversations[0].id.clone();
+    h.core.chat.delete("k", &id).await.expect("delete");
+    assert!(logged(&h, "k", "session/delete demo-terminal-1"));
+    assert!(!sessions.join("demo-terminal-1.json").exists());
+    assert!(h
+        .core
+        .chat
+        .list("k", 0, 10)
+        .await
+        .expect("list")
+        .conversations
+        .is_empty());
+    assert!(h.core.conversation("k").expect("conv").messages.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn conversations_are_listed_renamed_searched_exported_and_closed() {
+    let h = keeping("resume");
+    let mut h = h.restart().await;
+    said(&mut h, "k", "echo the quick brown fox").await;
+    let first = h.core.conversation("k").expect("conv").id.expect("id");
+    h.core.chat.new_conversation("k").expect("new");
+    for _ in 0..50 {
+        if logged(&h, "k", "session/close") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(logged(&h, "k", "session/close"), "the left session is closed");
+    said(&mut h, "k", "session-info Lazy dogs").await;
+    said(&mut h, "k", "echo jumps over the lazy dog").await;
+    let second = h.core.conversation("k").expect("conv").id.expect("id");
+    let list = h.core.chat.list("k", 0, 10).await.expect("list");
+    let rows: Vec<(&str, &str, u64)> = list
+        .conversations
+        .iter()
+        .map(|c| (c.id.as_str(), c.title.as_str(), c.messages))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            (second.as_str(), "Lazy dogs", 4),
+            (first.as_str(), "echo the quick brown fox", 2)
+        ]
+    );
+    h.core.chat.rename("k", &first, "Foxes").expect("rename");
+    h.wait_for(
+        "conversations:changed",
+        Duration::from_secs(5),
+        |e| matches!(e, Event::ConversationsChanged(c) if c.agent == "k"),
+    )
+    .await;
+    let hits = h.core.chat.search("quick fox", 10).await.expect("search");
+    assert!(!hits.is_empty());
+    assert!(hits.iter().all(|hit| hit.conversation == first), "{hits:?}");
+    assert_eq!(hits[0].title, "Foxes");
+    assert!(
+        hits[0].snippet.contains("\u{2}quick\u{3}"),
+        "{:?}",
+        hits[0].snippet
+    );
+    let markdown = h.core.chat.export("k").expect("export");
+    assert!(markdown.starts_with("# Lazy dogs\n"), "{markdown}");
+    assert!(markdown.contains("jumps over the lazy dog"), "{markdown}");
+    // New, Open and Delete wait for the turn's end.
+    h.core.chat.send("k", "wait").expect("send");
+    h.wait_for("the answer", Duration::from_secs(5), |e| {
+        matches!(e, Event::MessageDelta(_))
+    })
+    .await;
+    assert_eq!(h.core.chat.new_conversation("k"), Err(ChatError::Busy));
+    h.core.chat.cancel("k").expect("cancel");
+    h.wait_idle("k").await;
+    h.core.chat.open("k", &first).await.expect("open");
+    assert_eq!(
+        h.core.conversation("k").expect("conv").title.as_deref(),
+        Some("Foxes")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn parley_cli_reads_the_history_while_another_parley_writes_it() {
+    let mut h = Harness::new(&[agent("a", "")]);
+    said(&mut h, "a", "echo searchable words").await;
+    let history = h.core.chat.history().expect("history");
+    tokio::task::spawn_blocking(move || history.writer().flush())
+        .await
+        .expect("join")
+        .expect("flush");
+    // The test's Parley holds the history; parley-cli reads it.
+    let run = |args: &[&str]| {
+        std::process::Command::new(cli())
+            .args(args)
+            .args(["--config", &h.path().display().to_string()])
+            .env("XDG_CONFIG_HOME", h.dir.path())
+            .env("XDG_STATE_HOME", h.dir.path())
+            .env("XDG_DATA_HOME", h.dir.path())
+            .env("PARLEY_HISTORY", h.dir.path().join("history.sqlite3"))
+            .output()
+            .expect("parley-cli")
+    };
+    let out = run(&["conversations", "a"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let list: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(
+        list["conversations"][0]["title"], "echo searchable words",
+        "{list}"
+    );
+    assert_eq!(list["writable"], false, "read-only beside the writer");
+    let out = run(&["search", "searchable"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("\\u0002searchable\\u0003"), "{text}");
+    let id = list["conversations"][0]["id"].as_str().expect("id").to_owned();
+    let out = run(&["export", "a", &id]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("searchable words"));
+    // Sending beside the writer says that nothing is kept.
+    let out = run(&["send", "a", "echo not kept"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("read-only"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `kill -9` in the middle of a 100,000-chunk stream loses at most the
+/// batch not yet written; the next start finds the message interrupted.
+#[test]
+fn a_kill_mid_stream_keeps_what_was_written() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, config_text(&[agent("a", "")], 4, "0")).expect("config");
+    let history = dir.path().join("history.sqlite3");
+    let mut child = std::process::Command::new(cli())
+        .args([
+            "send",
+            "a",
+            "flood 100000 40",
+            "--config",
+            &config.display().to_string(),
+        ])
+        .env("XDG_STATE_HOME", dir.path())
+        .env("PARLEY_HISTORY", &history)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("parley-cli send");
+    let stdout = child.stdout.take().expect("stdout");
+    let mut lines = std::io::BufReader::new(stdout).lines();
+    let mut deltas = 0;
+    for line in lines.by_ref() {
+        if line.expect("line").contains("\"message:delta\"") {
+            deltas += 1;
+            if deltas == 30_000 {
+                break;
+            }
+        }
+    }
+    assert_eq!(deltas, 30_000, "the stream ended early");
+    // Everything printed so far was emitted more than a batch ago by now.
+    std::thread::sleep(Duration::from_millis(400));
+    let _ = child.kill(); // SIGKILL
+    let _ = child.wait();
+    drop(lines);
+
+    let (h, notices) = parley::core::history::History::open(&history).expect("reopen");
+    assert!(
+        notices.contains(&parley::core::history::OpenNotice::Interrupted(1)),
+        "{notices:?}"
+    );
+    let config_key = config.display().to_string();
+    let list = h.list(&config_key, "a", 10, 0).expect("list");
+    assert_eq!(list.len(), 1, "{list:?}");
+    let messages = h.messages(&list[0].id).expect("messages");
+    let answer = messages
+        .iter()
+        .find(|m| m.role == Role::Agent)
+        .expect("the answer");
+    assert_eq!(answer.error.as_deref(), Some(parley::core::history::INTERRUPTED));
+    let text = answer.text();
+    let chunks = text.matches('\n').count();
+    assert!(chunks >= 30_000, "only {chunks} chunks were kept");
+    assert!(chunks < 100_000, "the stream was not cut");
+    // In order, none lost in between.
+    let last = text.lines().last().expect("a line");
+    assert!(last.ends_with(&format!("{:07}", chunks - 1)), "{last}");
+}
