@@ -11,6 +11,10 @@
 //!   core's own time for the same flood (measured in the same run, no
 //!   window), and the longest gap between frames while it streams (the frame
 //!   clock's `after-paint`; goal: under 16 ms, none over 50 ms).
+//! - open: a stored 10,000-message conversation opened from the history
+//!   (`Open`) until its last page is on screen; floor: reading its rows
+//!   from SQLite alone (`History::messages`), in the same run. Goal:
+//!   under 100 ms. Also the sidebar listing 1,000 conversations.
 //! - terminal: the demo agent's command prints 10 MB into an ACP terminal
 //!   that the selected conversation's tool card shows live. Figures: the
 //!   time until the window has fed all of it to the terminal's view and the
@@ -57,6 +61,7 @@ fn core_on(dir: &std::path::Path) -> (parley::core::services::Core, parley::core
     parley::ui::runtime::start_core(Options {
         config_path: Some(config(dir)),
         watch: false,
+        history: Some(dir.join("history.sqlite3")),
         ..Default::default()
     })
     .expect("core")
@@ -212,11 +217,16 @@ fn main() {
         idle_memory_figure(&app);
         return;
     }
+    if std::env::args().any(|a| a == "open") {
+        open_figure(&app);
+        return;
+    }
     let sizes: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
     if sizes.is_empty() {
         startup_figure();
         idle_memory_figure(&app);
         long_figure(&app);
+        open_figure(&app);
     }
     let sizes = if sizes.is_empty() {
         vec![2_000, 20_000, 100_000]
@@ -546,4 +556,116 @@ fn stream_figure(app: &adw::Application, n: usize) {
         runs[2].0,
         worst.as_secs_f64() * 1e3
     );
+}
+
+/// A stored conversation of `n` messages (questions and Markdown answers),
+/// and `others` one-message conversations, written to the history.
+fn store_history(core: &parley::core::services::Core, n: usize, others: usize) -> String {
+    use parley::core::chat::message::{Message, Part, Role};
+    use parley::core::history::Op;
+    let history = core.chat.history().expect("history");
+    let config = core.current().path;
+    let writer = history.writer();
+    let conversation = |id: &str| Op::Conversation {
+        id: id.to_owned(),
+        config: config.clone(),
+        agent: "demo".into(),
+        created_at: "2026-11-01T10:00:00.000Z".into(),
+    };
+    for i in 0..others {
+        let id = format!("other-{i}");
+        writer.send(conversation(&id));
+        let mut m = Message::new(format!("m{i}"), "demo", Role::User);
+        m.parts.push(Part::Text {
+            text: format!("Question {i} about the build"),
+        });
+        writer.send(Op::Message {
+            conversation: id,
+            message: m,
+        });
+    }
+    writer.send(conversation("long"));
+    for i in 0..n {
+        let role = if i % 2 == 0 { Role::User } else { Role::Agent };
+        let mut m = Message::new(format!("m{i}"), "demo", role);
+        m.parts.push(Part::Text {
+            text: if role == Role::User {
+                format!("Why does test {i} fail?")
+            } else {
+                format!("The **parser** rejects the trailing comma in item {i}. Fix it in `src/parse.rs`, then run `cargo test`.")
+            },
+        });
+        writer.send(Op::Message {
+            conversation: "long".into(),
+            message: m,
+        });
+    }
+    writer.flush().expect("flush");
+    "long".into()
+}
+
+fn open_figure(app: &adw::Application) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (core, rx) = core_on(dir.path());
+    let id = store_history(&core, 10_000, 1_000);
+    let history = core.chat.history().expect("history");
+    let floors: Vec<Duration> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            let m = history.messages(&id).expect("messages");
+            assert_eq!(m.len(), 10_000);
+            t.elapsed()
+        })
+        .collect();
+    let floor = floors.iter().min().copied().unwrap_or_default();
+    let win = shown_window(app, &core, rx);
+    win.select_agent("demo");
+    spin_until(Duration::from_millis(300), || false);
+    // The sidebar: 1,000 conversations listed and drawn.
+    let list = win.conversation_list();
+    let agent = win.agent("demo").expect("the demo agent");
+    list.set_agent(None);
+    let t = Instant::now();
+    list.set_agent(Some(&agent));
+    spin_until(Duration::from_secs(10), || list.titles().len() == 1_001);
+    let listed = t.elapsed();
+
+    let t = Instant::now();
+    let _ = WidgetExt::activate_action(&win, "win.open-conversation", Some(&id.to_variant()));
+    let w = win.clone();
+    // The window holds the last page; the rest loads as it scrolls up.
+    spin_until(Duration::from_secs(30), || {
+        w.agent("demo").is_some_and(|a| {
+            a.loaded_messages()
+                .is_some_and(|s| s.n_items() as usize + a.earlier() == 10_000 && s.n_items() > 0)
+        })
+    });
+    let in_model = t.elapsed();
+    spin_until(Duration::from_secs(30), move || w.last_row_shown());
+    let shown = t.elapsed();
+    let clock = win.frame_clock().expect("frame clock");
+    let painted = Rc::new(std::cell::Cell::new(false));
+    let p = painted.clone();
+    let handler = clock.connect_after_paint(move |_| p.set(true));
+    spin_until(Duration::from_secs(5), || painted.get());
+    let opened = t.elapsed();
+    clock.disconnect(handler);
+    println!(
+        "open 10,000 stored messages to the last page on screen: {:>7.1} ms   floor (reading the rows from SQLite) {:>6.1} ms   ratio {:>5.2}   goal: < 100 ms",
+        opened.as_secs_f64() * 1e3,
+        floor.as_secs_f64() * 1e3,
+        opened.as_secs_f64() / floor.as_secs_f64()
+    );
+    println!(
+        "open: in the window's model after {:.1} ms, last row laid out after {:.1} ms, painted after {:.1} ms",
+        in_model.as_secs_f64() * 1e3,
+        shown.as_secs_f64() * 1e3,
+        opened.as_secs_f64() * 1e3
+    );
+    println!(
+        "sidebar: 1,001 conversations listed in {:.1} ms",
+        listed.as_secs_f64() * 1e3
+    );
+    win.close();
+    parley::ui::runtime::runtime().block_on(core.shutdown());
 }

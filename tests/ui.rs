@@ -1301,6 +1301,152 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
 }
 
 /// claude-agent-acp's own pickers in the window, and Sonnet chosen.
+fn descendant_search_entry(w: &gtk::Widget) -> Option<gtk::SearchEntry> {
+    descendants::<gtk::SearchEntry>(w).into_iter().next()
+}
+
+/// Sends `echo WORDS` and waits for the answer (the words, twice shown).
+fn send_and_wait(f: &Fixture, text: &str) -> Result<(), String> {
+    type_and_send(f, text);
+    let answer = text.trim_start_matches("echo ").to_owned();
+    spin_until("the answer", Duration::from_secs(20), || {
+        conversation_texts(f)
+            .iter()
+            .filter(|t| t.contains(&answer))
+            .count()
+            >= 2
+            && f.win.agent("demo").is_some_and(|a| !a.answering())
+    })
+}
+
+/// Issue 16 in the window: the sidebar lists 1,000 conversations fast,
+/// New and Open switch, a conversation the agent cannot take up again is
+/// read-only with "Continue in a New Conversation", search finds a word
+/// and jumps to it, and Ctrl+F finds in the conversation.
+fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), String> {
+    use parley::core::chat::message::{Message, Part, Role};
+    use parley::core::history::Op;
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    // A thousand older conversations, as months of use leave them.
+    let history = f.core.chat.history().ok_or("no history")?;
+    let config = f.core.current().path;
+    for i in 0..1000 {
+        let id = format!("old-{i:04}");
+        history.writer().send(Op::Conversation {
+            id: id.clone(),
+            config: config.clone(),
+            agent: "demo".into(),
+            created_at: "2026-06-01T10:00:00.000Z".into(),
+        });
+        let mut m = Message::new(format!("m{i}"), "demo", Role::User);
+        m.parts.push(Part::Text {
+            text: format!("Old question number {i} about the parser"),
+        });
+        history.writer().send(Op::Message {
+            conversation: id,
+            message: m,
+        });
+    }
+    history.writer().flush()?;
+    let list = f.win.conversation_list();
+    let started = Instant::now();
+    list.refresh();
+    spin_until("1,000 conversations listed", Duration::from_secs(10), || {
+        list.titles().len() == 1000
+    })?;
+    let listed = started.elapsed();
+    println!("    1,000 conversations listed in {listed:?}");
+    if listed > Duration::from_secs(1) {
+        return Err(format!("listing 1,000 conversations took {listed:?}"));
+    }
+
+    send_and_wait(&f, "echo the quick brown fox")?;
+    let first = f
+        .win
+        .agent("demo")
+        .map(|a| a.conversation_id())
+        .unwrap_or_default();
+    if first.is_empty() {
+        return Err("the conversation has no id after its first message".into());
+    }
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.new-conversation", None)
+        .map_err(|e| e.to_string())?;
+    spin_until("an empty conversation", Duration::from_secs(5), || {
+        conversation_texts(&f)
+            .iter()
+            .all(|t| !t.contains("quick brown fox"))
+            && f.win
+                .agent("demo")
+                .is_some_and(|a| a.conversation_id().is_empty())
+    })?;
+    send_and_wait(&f, "echo a lazy dog sleeps")?;
+    spin_until("both new ones listed first", Duration::from_secs(5), || {
+        let t = list.titles();
+        t.len() == 1002 && t[0] == "echo a lazy dog sleeps" && t[1] == "echo the quick brown fox"
+    })?;
+    save_png(&f.win, "20-conversation-list")?;
+
+    // Back to the first: its session is still open in the agent.
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.open-conversation", Some(&first.to_variant()))
+        .map_err(|e| e.to_string())?;
+    spin_until("the first conversation", Duration::from_secs(5), || {
+        conversation_texts(&f)
+            .iter()
+            .any(|t| t.contains("quick brown fox"))
+    })?;
+    if f.win.agent("demo").is_some_and(|a| !a.read_only().is_empty()) {
+        return Err("a session still open in the agent was not taken up".into());
+    }
+    // Once the agent restarted, an older conversation cannot go on.
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.new-conversation", None)
+        .map_err(|e| e.to_string())?;
+    parley::ui::runtime::runtime()
+        .block_on(f.core.supervisor.restart("demo"))
+        .map_err(|e| e.to_string())?;
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.open-conversation", Some(&first.to_variant()))
+        .map_err(|e| e.to_string())?;
+    spin_until("the read-only banner", Duration::from_secs(5), || {
+        texts(f.win.upcast_ref())
+            .iter()
+            .any(|t| t.contains("Continue in a New Conversation"))
+            && f.win.agent("demo").is_some_and(|a| !a.read_only().is_empty())
+            && !f.win.composer().is_sensitive()
+    })?;
+    save_png(&f.win, "21-read-only")?;
+
+    // Search everything, and jump to the hit.
+    let search = parley::ui::widgets::history_search::show(&f.win);
+    let entry = descendant_search_entry(search.upcast_ref()).ok_or("no search entry")?;
+    entry.set_text("lazy");
+    spin_until("a hit", Duration::from_secs(5), || {
+        parley::ui::widgets::history_search::rows(&search)
+            .iter()
+            .any(|(_, snippet)| snippet.contains("<b>lazy</b>"))
+    })
+    .map_err(|e| format!("{e}: {:?}", parley::ui::widgets::history_search::rows(&search)))?;
+    save_png(&search, "22-search")?;
+    let row = descendants::<adw::ActionRow>(search.upcast_ref())
+        .into_iter()
+        .next()
+        .ok_or("no result row")?;
+    row.emit_by_name::<()>("activated", &[]);
+    spin_until("the hit's conversation", Duration::from_secs(5), || {
+        conversation_texts(&f).iter().any(|t| t.contains("lazy dog"))
+    })?;
+
+    // Find in the conversation.
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.find", None).map_err(|e| e.to_string())?;
+    let find = descendant_search_entry(f.win.upcast_ref()).ok_or("no find entry")?;
+    find.set_text("DOG");
+    spin_until("the last match", Duration::from_secs(5), || {
+        f.win.find_count() == "2 of 2"
+    })?;
+    save_png(&f.win, "23-find")?;
+    close(f);
+    Ok(())
+}
+
 fn claude_pickers(app: &adw::Application) -> Result<(), String> {
     let Some(dir) = std::env::var_os("PARLEY_TEST_AGENTS") else {
         println!("    SKIPPED: PARLEY_TEST_AGENTS is not set (build-aux/install-test-agents.sh)");
@@ -1867,6 +2013,10 @@ fn main() {
         ("ui::slash_command_completion", slash_command_completion),
         ("ui::pickers_and_attachments", pickers_and_attachments),
         ("ui::claude_pickers", claude_pickers),
+        (
+            "ui::conversations_list_search_and_find",
+            conversations_list_search_and_find,
+        ),
         ("ui::german_from_the_configuration", german_from_the_configuration),
         (
             "ui::command_channel_gets_the_event",

@@ -224,10 +224,14 @@ pub struct ConversationSwitched {
 }
 
 /// `conversations:changed`: the agent's list of conversations changed (one
-/// was added, titled, renamed or deleted): ask `List` again.
+/// was added, titled, renamed or deleted): ask `List` again. `current` is
+/// the id of the agent's current conversation (absent before its first
+/// message, or when no history is kept).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ConversationsChanged {
     pub agent: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<String>,
 }
 
 /// `history:status`: whether conversations are written to disk. Sent when

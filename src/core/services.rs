@@ -432,7 +432,7 @@ impl Core {
         self.supervisor.shutdown().await;
         // What the ended turns wrote is on disk, and the file is let go
         // (another Parley may write it now).
-        if let Some(h) = self.chat.history() {
+        if let Some(h) = self.chat.flush_recorded() {
             let _ = tokio::task::spawn_blocking(move || h.writer().flush()).await;
         }
         let config = lock(&self.config).path.display().to_string();

@@ -294,6 +294,9 @@ fn setup_actions(app: &adw::Application) {
     app.set_accels_for_action("win.edit-config", &["<Control>e"]);
     app.set_accels_for_action("win.show-help-overlay", &["<Control>question"]);
     app.set_accels_for_action("window.close", &["<Control>w"]);
+    app.set_accels_for_action("win.new-conversation", &["<Control>n"]);
+    app.set_accels_for_action("win.find", &["<Control>f"]);
+    app.set_accels_for_action("win.search-conversations", &["<Control><Shift>f"]);
 }
 
 /// Quits, unless a configuration editor has unsaved edits: then that editor

@@ -424,3 +424,37 @@ fn a_kill_mid_stream_keeps_what_was_written() {
     let last = text.lines().last().expect("a line");
     assert!(last.ends_with(&format!("{:07}", chunks - 1)), "{last}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn switching_back_takes_up_the_session_still_open_in_the_agent() {
+    let mut h = Harness::new(&[agent("a", "")]);
+    said(&mut h, "a", "echo first").await;
+    let first = h.core.conversation("a").expect("conv").id.expect("stored");
+    h.core.chat.new_conversation("a").expect("new");
+    said(&mut h, "a", "echo second").await;
+    let opened = h.core.chat.open("a", &first).await.expect("open");
+    assert_eq!(opened.read_only, None, "its session is still open in the agent");
+    said(&mut h, "a", "echo first again").await;
+    let t = texts(&h, "a");
+    assert_eq!(t.len(), 4, "no agent-restarted message: {t:?}");
+    assert!(t[3].1.contains("first again"), "{t:?}");
+    // Once the agent restarted, that session is gone: read-only.
+    h.core.chat.new_conversation("a").expect("new");
+    h.core.supervisor.restart("a").await.expect("restart");
+    let opened = h.core.chat.open("a", &first).await.expect("open");
+    assert!(opened.read_only.is_some());
+    // A live conversation whose agent restarts goes on with a new session.
+    h.core.chat.new_conversation("a").expect("new");
+    said(&mut h, "a", "echo before").await;
+    h.core.supervisor.restart("a").await.expect("restart");
+    said(&mut h, "a", "echo after").await;
+    let codes: Vec<_> = h
+        .core
+        .conversation("a")
+        .expect("conv")
+        .messages
+        .iter()
+        .filter_map(|m| m.code)
+        .collect();
+    assert_eq!(codes, [parley::core::chat::message::MessageCode::AgentRestarted]);
+}

@@ -8,10 +8,12 @@
 //! opening an agent never leaves an empty conversation behind.
 
 use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
+use agent_client_protocol_schema::v1 as acp;
 use serde::Serialize;
 
-use super::message::{Message, Role};
+use super::message::{Message, PartKind, Role};
 use super::{lock, Chat, ChatError, Conv, Conversation};
 use crate::core::acp::calls;
 use crate::core::events::{ConversationSwitched, ConversationsChanged, Event, HistoryStatus};
@@ -36,7 +38,63 @@ pub(super) struct Recorder {
     /// The titles of the sessions agents listed, by agent and session id
     /// (an opened one keeps its title).
     listed: HashMap<(String, String), String>,
+    /// Streamed text not yet sent to the writer (see `record`).
+    pending: Option<PendingText>,
 }
+
+/// Text deltas to one part, joined here before they go to the writer: a
+/// stream is thousands of deltas, and one channel message per delta costs
+/// the stream a tenth of its speed.
+struct PendingText {
+    agent: String,
+    conversation: String,
+    message_id: String,
+    index: usize,
+    kind: PartKind,
+    text: String,
+    since: Instant,
+}
+
+/// Joined text goes to the writer at least this often (the writer's own
+/// batches then take at most 50 ms more: what a crash can lose).
+const PENDING_TIME: Duration = Duration::from_millis(50);
+const PENDING_BYTES: usize = 1 << 20;
+
+impl Recorder {
+    /// Sends the joined text, if any.
+    fn flush_pending(&mut self) {
+        if let (Some(p), Some(h)) = (self.pending.take(), &self.history) {
+            h.writer().send(Op::Delta {
+                conversation: p.conversation,
+                message_id: p.message_id,
+                index: p.index,
+                kind: p.kind,
+                text: Some(p.text),
+                part: None,
+            });
+        }
+    }
+
+    /// Sends a change, after the joined text (order is kept).
+    fn send(&mut self, op: Op) {
+        self.flush_pending();
+        if let Some(h) = &self.history {
+            h.writer().send(op);
+        }
+    }
+}
+
+/// A session left open in the agent's process (`generation`), with what
+/// the conversation had of it.
+pub(super) struct LiveSession {
+    sid: acp::SessionId,
+    generation: u64,
+    options: Vec<super::controls::SessionOption>,
+    commands: Vec<super::message::Command>,
+}
+
+/// At most this many sessions are kept open per agent for switching back.
+const LIVE_SESSIONS: usize = 20;
 
 /// `ChatService.List`: the agent's conversations, newest first, and the
 /// sessions the agent lists that Parley has not stored.
@@ -63,11 +121,19 @@ impl Chat {
     /// Keeps the conversations of configuration `config` in `history`
     /// (`None`: in memory only).
     pub fn set_history(&self, history: Option<History>, config: &str) {
-        let mut r = lock(&self.inner.recorder);
-        r.history = history;
-        r.config = config.to_owned();
-        r.ids.clear();
-        r.titles.clear();
+        let start = {
+            let mut r = lock(&self.inner.recorder);
+            r.flush_pending();
+            let start = r.history.is_none() && history.is_some();
+            r.history = history;
+            r.config = config.to_owned();
+            r.ids.clear();
+            r.titles.clear();
+            start
+        };
+        if start {
+            self.start_pending_timer();
+        }
     }
 
     /// The history, if conversations are kept.
@@ -76,15 +142,46 @@ impl Chat {
     }
 
     /// Writes what an event changes of the agent's current conversation.
+    /// Text deltas are joined first (`PendingText`); this runs for every
+    /// chunk of every answer.
     pub(super) fn record(&self, e: &Event) {
         let mut title_changed = None;
         {
             let mut r = lock(&self.inner.recorder);
-            let Some(writer) = r.history.as_ref().map(|h| h.writer().clone()) else {
+            if r.history.is_none() {
                 return;
-            };
+            }
             let op = match e {
                 Event::MessageDelta(d) => {
+                    if let (Some(text), None) = (&d.text, &d.part) {
+                        if let Some(p) = &mut r.pending {
+                            if p.agent == d.agent
+                                && p.message_id == d.message_id
+                                && p.index == d.index
+                                && p.kind == d.kind
+                            {
+                                p.text.push_str(text);
+                                if p.text.len() >= PENDING_BYTES || p.since.elapsed() >= PENDING_TIME {
+                                    r.flush_pending();
+                                }
+                                return;
+                            }
+                        }
+                        let Some(id) = r.ids.get(&d.agent).cloned() else {
+                            return;
+                        };
+                        r.flush_pending();
+                        r.pending = Some(PendingText {
+                            agent: d.agent.clone(),
+                            conversation: id,
+                            message_id: d.message_id.clone(),
+                            index: d.index,
+                            kind: d.kind,
+                            text: text.clone(),
+                            since: Instant::now(),
+                        });
+                        return;
+                    }
                     let Some(id) = r.ids.get(&d.agent) else { return };
                     Op::Delta {
                         conversation: id.clone(),
@@ -125,11 +222,46 @@ impl Chat {
                 }
                 _ => return,
             };
-            writer.send(op);
+            r.send(op);
         }
         if let Some(agent) = title_changed {
-            self.emit(Event::ConversationsChanged(ConversationsChanged { agent }));
+            self.conversations_changed(&agent);
         }
+    }
+
+    /// Sends the joined text to the writer; returns the history (to flush
+    /// it, off the async threads, before a read).
+    pub fn flush_recorded(&self) -> Option<History> {
+        let mut r = lock(&self.inner.recorder);
+        r.flush_pending();
+        r.history.clone()
+    }
+
+    /// Sends joined text that waited `PENDING_TIME` (a stream that paused),
+    /// every 50 ms, while the chat lives.
+    fn start_pending_timer(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let weak = std::sync::Arc::downgrade(&self.inner);
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(PENDING_TIME);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let Some(inner) = weak.upgrade() else { return };
+                let mut r = lock(&inner.recorder);
+                if r.history.is_none() {
+                    return;
+                }
+                if r.pending
+                    .as_ref()
+                    .is_some_and(|p| p.since.elapsed() >= PENDING_TIME)
+                {
+                    r.flush_pending();
+                }
+            }
+        });
     }
 
     /// Gives the agent's conversation its row, with what it holds so far
@@ -140,39 +272,35 @@ impl Chat {
             return false;
         }
         let mut r = lock(&self.inner.recorder);
-        let Some(writer) = r
-            .history
-            .as_ref()
-            .filter(|h| h.writable())
-            .map(|h| h.writer().clone())
-        else {
+        if !r.history.as_ref().is_some_and(History::writable) {
             return false;
-        };
+        }
         let id = new_conversation_id(
             self.inner
                 .next_id
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed),
         );
-        writer.send(Op::Conversation {
+        let config = r.config.clone();
+        r.send(Op::Conversation {
             id: id.clone(),
-            config: r.config.clone(),
+            config,
             agent: agent.to_owned(),
             created_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
         });
         if let Some(sid) = &c.stored_session {
-            writer.send(Op::Session {
+            r.send(Op::Session {
                 conversation: id.clone(),
                 session_id: Some(sid.clone()),
             });
         }
         if c.title.is_some() {
-            writer.send(Op::Title {
+            r.send(Op::Title {
                 conversation: id.clone(),
                 title: c.title.clone(),
             });
         }
         for m in &c.messages {
-            writer.send(Op::Message {
+            r.send(Op::Message {
                 conversation: id.clone(),
                 message: m.clone(),
             });
@@ -185,10 +313,10 @@ impl Chat {
 
     /// Stores the agent session of the agent's current conversation.
     pub(super) fn record_session(&self, agent: &str, session_id: &str) {
-        let r = lock(&self.inner.recorder);
-        if let (Some(h), Some(id)) = (&r.history, r.ids.get(agent)) {
-            h.writer().send(Op::Session {
-                conversation: id.clone(),
+        let mut r = lock(&self.inner.recorder);
+        if let Some(id) = r.ids.get(agent).cloned() {
+            r.send(Op::Session {
+                conversation: id,
                 session_id: Some(session_id.to_owned()),
             });
         }
@@ -198,8 +326,10 @@ impl Chat {
         lock(&self.inner.recorder).config.clone()
     }
 
+    /// The history, with the chat's joined text sent to its writer (so a
+    /// read after a flush sees everything).
     fn history_or_err(&self) -> Result<History, ChatError> {
-        self.history()
+        self.flush_recorded()
             .ok_or_else(|| ChatError::History(gettext("no history is kept")))
     }
 
@@ -214,7 +344,7 @@ impl Chat {
         let current = lock(&self.inner.convs)
             .get(agent)
             .and_then(|c| c.conversation.clone());
-        let Some(h) = self.history() else {
+        let Some(h) = self.flush_recorded() else {
             return Ok(Conversations {
                 conversations: Vec::new(),
                 current,
@@ -293,7 +423,30 @@ impl Chat {
             if c.busy {
                 return Err(ChatError::Busy);
             }
-            let old = std::mem::replace(c, next);
+            let mut old = std::mem::replace(c, next);
+            if let Some((sid, generation)) = old.session.take() {
+                let closes = self
+                    .inner
+                    .supervisor
+                    .capabilities(agent)
+                    .is_some_and(|caps| caps.session_capabilities.close.is_some());
+                if closes {
+                    old.session = Some((sid, generation));
+                } else {
+                    let mut live = lock(&self.inner.live);
+                    let list = live.entry(agent.to_owned()).or_default();
+                    list.retain(|l| l.sid != sid);
+                    list.push(LiveSession {
+                        sid,
+                        generation,
+                        options: std::mem::take(&mut old.options),
+                        commands: std::mem::take(&mut old.commands),
+                    });
+                    if list.len() > LIVE_SESSIONS {
+                        list.remove(0);
+                    }
+                }
+            }
             // The new conversation's row (an opened one has it already).
             let mut r = lock(&self.inner.recorder);
             match &c.conversation {
@@ -324,6 +477,15 @@ impl Chat {
         Ok(())
     }
 
+    /// `conversations:changed`, with the agent's current conversation.
+    pub(super) fn conversations_changed(&self, agent: &str) {
+        let current = lock(&self.inner.recorder).ids.get(agent).cloned();
+        self.emit(Event::ConversationsChanged(ConversationsChanged {
+            agent: agent.to_owned(),
+            current,
+        }));
+    }
+
     pub(super) fn emit_switched(&self, agent: &str) {
         let (conversation, read_only) = lock(&self.inner.convs)
             .get(agent)
@@ -345,9 +507,7 @@ impl Chat {
         }
         self.leave_current(agent, Conv::default())?;
         self.emit_switched(agent);
-        self.emit(Event::ConversationsChanged(ConversationsChanged {
-            agent: agent.to_owned(),
-        }));
+        self.conversations_changed(agent);
         Ok(())
     }
 
@@ -357,6 +517,12 @@ impl Chat {
     /// session of the agent's own (`session:…`) is stored first, then
     /// loaded from the agent.
     pub async fn open(&self, agent: &str, id: &str) -> Result<Conversation, ChatError> {
+        self.switch_to(agent, id).await?;
+        self.conversation(agent)
+    }
+
+    /// `Open` without the answer (the window reads what it shows itself).
+    pub async fn switch_to(&self, agent: &str, id: &str) -> Result<(), ChatError> {
         let sup = self.inner.supervisor.clone();
         if sup.definition(agent).is_none() {
             return Err(ChatError::UnknownAgent(agent.to_owned()));
@@ -426,9 +592,7 @@ impl Chat {
             }
         }
         self.emit_switched(agent);
-        self.emit(Event::ConversationsChanged(ConversationsChanged {
-            agent: agent.to_owned(),
-        }));
+        self.conversations_changed(agent);
         // Resumed now when the agent runs, so its options show.
         if sup.connection(agent).is_some() {
             let this = self.clone();
@@ -439,14 +603,44 @@ impl Chat {
                 }
             });
         }
-        self.conversation(agent)
+        Ok(())
+    }
+
+    /// Takes up the session `sid` if it is still open in the agent's
+    /// process `generation` (left by New or Open).
+    pub(super) fn take_live(&self, agent: &str, c: &mut Conv, generation: u64) -> bool {
+        let Some(sid) = &c.stored_session else {
+            return false;
+        };
+        let mut live = lock(&self.inner.live);
+        let Some(list) = live.get_mut(agent) else {
+            return false;
+        };
+        list.retain(|l| l.generation == generation);
+        let Some(i) = list.iter().position(|l| &*l.sid.0 == sid.as_str()) else {
+            return false;
+        };
+        let l = list.remove(i);
+        c.session = Some((l.sid, generation));
+        c.options = l.options;
+        c.commands = l.commands;
+        true
     }
 
     /// Why the conversation cannot go on with its agent session, when the
-    /// agent's capabilities are known and offer neither resume nor load.
+    /// agent's capabilities are known and offer neither resume nor load
+    /// (and the session is not still open in the agent).
     pub(super) fn cannot_resume(&self, agent: &str, c: &Conv) -> Option<String> {
-        c.stored_session.as_ref()?;
+        let sid = c.stored_session.as_ref()?;
         if !c.from_history {
+            return None;
+        }
+        let generation = self.inner.supervisor.connection(agent).map(|(_, g)| g);
+        let still_open = lock(&self.inner.live).get(agent).is_some_and(|l| {
+            l.iter()
+                .any(|l| &*l.sid.0 == sid.as_str() && Some(l.generation) == generation)
+        });
+        if still_open {
             return None;
         }
         let caps = self.inner.supervisor.capabilities(agent)?;
@@ -497,7 +691,7 @@ impl Chat {
             if !h.writable() {
                 return Err(ChatError::History(h.writer().failure().unwrap_or_default()));
             }
-            h.writer().send(Op::Delete {
+            lock(&self.inner.recorder).send(Op::Delete {
                 conversation: stored_id,
             });
         }
@@ -510,9 +704,7 @@ impl Chat {
                 }
             }
         }
-        self.emit(Event::ConversationsChanged(ConversationsChanged {
-            agent: agent.to_owned(),
-        }));
+        self.conversations_changed(agent);
         Ok(())
     }
 
@@ -532,7 +724,7 @@ impl Chat {
             .filter(|s| s.agent == agent && s.config == self.config_key())
             .ok_or_else(|| ChatError::NoSuchConversation(id.to_owned()))?;
         let title = (!title.is_empty()).then_some(title);
-        h.writer().send(Op::Title {
+        lock(&self.inner.recorder).send(Op::Title {
             conversation: stored.id.clone(),
             title: title.clone(),
         });
@@ -552,9 +744,7 @@ impl Chat {
         if let Some(e) = changed {
             self.emit(e);
         }
-        self.emit(Event::ConversationsChanged(ConversationsChanged {
-            agent: agent.to_owned(),
-        }));
+        self.conversations_changed(agent);
         Ok(())
     }
 
@@ -601,6 +791,7 @@ impl Chat {
 /// Waits until what was sent to the writer is on disk, so a read that
 /// follows sees it (a read-only history has nothing to wait for).
 fn flushed(h: &History) {
+    // (The chat's joined text was sent before: see `flush_recorded`.)
     if h.writable() {
         if let Err(e) = h.writer().flush() {
             tracing::debug!(error = %e, "history: flush before a read");

@@ -183,6 +183,9 @@ struct ChatInner {
     supervisor: Supervisor,
     next_id: AtomicU64,
     recorder: Mutex<conversations::Recorder>,
+    /// Sessions left open in their agent's process by New or Open (agents
+    /// without `session/close`): switching back takes them up again.
+    live: Mutex<HashMap<String, Vec<conversations::LiveSession>>>,
 }
 
 #[derive(Clone)]
@@ -213,6 +216,7 @@ impl Chat {
                 supervisor: supervisor.clone(),
                 next_id: AtomicU64::new(1),
                 recorder: Mutex::default(),
+                live: Mutex::default(),
             }),
         };
         supervisor.set_client(Arc::new(ChatClient(Arc::downgrade(&chat.inner))));
@@ -302,9 +306,7 @@ impl Chat {
             (start, created)
         };
         if created {
-            self.emit(Event::ConversationsChanged(events::ConversationsChanged {
-                agent: agent.to_owned(),
-            }));
+            self.conversations_changed(agent);
         }
         if start {
             let this = self.clone();
@@ -653,11 +655,20 @@ impl Chat {
 
     /// `Conversation(agent)`.
     pub fn conversation(&self, agent: &str) -> Result<Conversation, ChatError> {
+        self.conversation_tail(agent, usize::MAX).map(|(c, _)| c)
+    }
+
+    /// The conversation with only its `last` messages, and how many come
+    /// before them (the window shows a long one a page at a time).
+    pub fn conversation_tail(&self, agent: &str, last: usize) -> Result<(Conversation, usize), ChatError> {
         if self.inner.supervisor.definition(agent).is_none() {
             return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
         let convs = lock(&self.inner.convs);
-        Ok(match convs.get(agent) {
+        let before = convs
+            .get(agent)
+            .map_or(0, |c| c.messages.len().saturating_sub(last));
+        let conversation = match convs.get(agent) {
             None => Conversation {
                 id: None,
                 read_only: None,
@@ -674,7 +685,7 @@ impl Chat {
                 id: c.conversation.clone(),
                 read_only: c.read_only.clone(),
                 title: c.title.clone(),
-                messages: c.messages.clone(),
+                messages: c.messages[before..].to_vec(),
                 busy: c.busy,
                 queued: c.queued_count(),
                 usage: c.usage.clone(),
@@ -682,7 +693,26 @@ impl Chat {
                 permissions: c.permissions.iter().map(|p| p.request.clone()).collect(),
                 options: c.options.clone(),
             },
-        })
+        };
+        Ok((conversation, before))
+    }
+
+    /// Messages `from..to` of the agent's current conversation (clamped).
+    pub fn messages_range(&self, agent: &str, from: usize, to: usize) -> Vec<Message> {
+        lock(&self.inner.convs)
+            .get(agent)
+            .map(|c| {
+                let to = to.min(c.messages.len());
+                c.messages[from.min(to)..to].to_vec()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Where message `id` is in the agent's current conversation.
+    pub fn message_position(&self, agent: &str, id: &str) -> Option<usize> {
+        lock(&self.inner.convs)
+            .get(agent)
+            .and_then(|c| c.messages.iter().position(|m| m.id == id))
     }
 
     /// Whether `session_id` is the agent's open session (terminal requests

@@ -101,8 +101,19 @@ impl Chat {
             let c = convs.entry(agent.to_owned()).or_default();
             match &c.session {
                 Some((sid, g)) if *g == generation => return Ok((sid.clone(), Vec::new())),
-                _ => c.opening_session = true,
+                _ => {}
             }
+            if self.take_live(agent, c, generation) {
+                // From now on a restart of the agent is a restart (below).
+                c.from_history = false;
+                c.had_session = true;
+                self.emit(c.session_changed(agent));
+                let sid = c.session.as_ref().map(|(s, _)| s.clone());
+                if let Some(sid) = sid {
+                    return Ok((sid, Vec::new()));
+                }
+            }
+            c.opening_session = true;
         }
         let opened = self.open_session(agent, conn, generation).await;
         if opened.is_err() {
@@ -189,6 +200,9 @@ impl Chat {
             c.session = Some((sid.clone(), generation));
             c.stored_session = Some(sid.to_string());
             c.had_session = true;
+            // Taken up again: if the agent restarts now, the conversation
+            // goes on as a live one does (resumed, else a new session).
+            c.from_history = false;
             c.options = controls::from_session_answer(&raw);
             if !c.options.is_empty() {
                 lock(&self.inner.offered).insert(agent.to_owned(), c.options.clone());

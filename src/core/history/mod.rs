@@ -282,43 +282,61 @@ impl History {
     /// A conversation's messages, in order, as the chat model has them.
     pub fn messages(&self, conversation: &str) -> Result<Vec<Message>, HistoryError> {
         let conn = lock(&self.read);
+        // One pass over the messages and their parts, in order. A part's
+        // text of a message a crash left unfinished also has what was
+        // streamed to it and not yet written whole.
         let mut stmt = conn.prepare_cached(
-            "SELECT m.rowid, m.meta, m.interrupted FROM messages m WHERE m.conversation = ?1 ORDER BY m.seq",
+            "SELECT m.rowid, m.meta, m.interrupted, p.kind,
+                    CASE WHEN m.done = 0 OR m.interrupted = 1 THEN
+                        p.text || coalesce((SELECT group_concat(c.text, '') FROM
+                            (SELECT text FROM part_chunks WHERE message = p.message AND idx = p.idx ORDER BY seq) c), '')
+                    ELSE p.text END,
+                    p.json
+             FROM messages m LEFT JOIN parts p ON p.message = m.rowid
+             WHERE m.conversation = ?1 ORDER BY m.seq, p.idx",
         )?;
-        let mut parts =
-            conn.prepare_cached("SELECT kind, text, json FROM parts WHERE message = ?1 ORDER BY idx")?;
-        let rows: Vec<(i64, String, bool)> = stmt
-            .query_map(params![conversation], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-            .collect::<Result<_, _>>()?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (rowid, meta, interrupted) in rows {
-            // A row this Parley cannot read (a newer one wrote it) is skipped.
-            let Ok(mut m) = serde_json::from_str::<Message>(&meta) else {
+        let mut rows = stmt.query(params![conversation])?;
+        let mut out: Vec<Message> = Vec::new();
+        let mut current: Option<(i64, Option<Message>)> = None;
+        while let Some(r) = rows.next()? {
+            let rowid: i64 = r.get(0)?;
+            if current.as_ref().is_none_or(|(id, _)| *id != rowid) {
+                if let Some((_, Some(m))) = current.take() {
+                    out.push(m);
+                }
+                let meta: String = r.get(1)?;
+                let interrupted: bool = r.get(2)?;
+                // A row this Parley cannot read (a newer one wrote it) is skipped.
+                let m = serde_json::from_str::<Message>(&meta).ok().map(|mut m| {
+                    if interrupted {
+                        m.done = true;
+                        m.error.get_or_insert_with(|| INTERRUPTED.to_owned());
+                    }
+                    m
+                });
+                current = Some((rowid, m));
+            }
+            let Some((_, Some(m))) = current.as_mut() else {
                 continue;
             };
-            m.parts = parts
-                .query_map(params![rowid], |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, Option<String>>(1)?,
-                        r.get::<_, Option<String>>(2)?,
-                    ))
-                })?
-                .filter_map(Result::ok)
-                .filter_map(|(kind, text, json)| match kind.as_str() {
-                    "text" => Some(Part::Text {
-                        text: text.unwrap_or_default(),
-                    }),
-                    "thought" => Some(Part::Thought {
-                        text: text.unwrap_or_default(),
-                    }),
-                    _ => json.and_then(|j| serde_json::from_str(&j).ok()),
-                })
-                .collect();
-            if interrupted {
-                m.done = true;
-                m.error.get_or_insert_with(|| INTERRUPTED.to_owned());
+            let kind: Option<String> = r.get(3)?;
+            let part = match kind.as_deref() {
+                None => None,
+                Some("text") => Some(Part::Text {
+                    text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                }),
+                Some("thought") => Some(Part::Thought {
+                    text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                }),
+                Some(_) => r
+                    .get::<_, Option<String>>(5)?
+                    .and_then(|j| serde_json::from_str(&j).ok()),
+            };
+            if let Some(part) = part {
+                m.parts.push(part);
             }
+        }
+        if let Some((_, Some(m))) = current.take() {
             out.push(m);
         }
         Ok(out)

@@ -50,6 +50,16 @@ const MIGRATIONS: &[&str] = &[
         INSERT INTO messages_fts (messages_fts, rowid, text) VALUES ('delete', old.rowid, old.text);
         INSERT INTO messages_fts (rowid, text) VALUES (new.rowid, new.text);
     END;",
+    // 1 → 2: streamed text goes to rows of its own, appended, and joined
+    // into its part when the message is written whole (appending to one
+    // growing value rewrote all of it each time).
+    "CREATE TABLE part_chunks (
+        seq INTEGER PRIMARY KEY,
+        message INTEGER NOT NULL REFERENCES messages (rowid) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        text TEXT NOT NULL
+    );
+    CREATE INDEX part_chunks_by_part ON part_chunks (message, idx, seq);",
 ];
 
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

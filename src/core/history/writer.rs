@@ -14,6 +14,11 @@ use crate::core::chat::message::{Message, Part, PartKind, Role};
 
 const BATCH_TIME: Duration = Duration::from_millis(50);
 const BATCH_OPS: usize = 20_000;
+/// A finished message's text longer than this is indexed for search once
+/// the writer has been idle for `INDEX_IDLE` (or at the next flush): the
+/// index of a 4 MB answer costs the stream that follows it otherwise.
+const INDEX_NOW: usize = 64 * 1024;
+const INDEX_IDLE: Duration = Duration::from_millis(500);
 
 /// A change to the history.
 #[derive(Debug)]
@@ -135,7 +140,33 @@ fn run(
     failure: Arc<Mutex<Option<String>>>,
     listener: Arc<Mutex<Option<FailureListener>>>,
 ) {
-    while let Ok(first) = rx.recv() {
+    // Writing the history is background work: on a busy machine the
+    // stream it records (and the window) go first.
+    // SAFETY: gettid and setpriority on this thread only.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+    let mut later: Vec<i64> = Vec::new();
+    loop {
+        let first = if later.is_empty() {
+            match rx.recv() {
+                Ok(op) => op,
+                Err(_) => return,
+            }
+        } else {
+            match rx.recv_timeout(INDEX_IDLE) {
+                Ok(op) => op,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    index_later(&conn, &mut later);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    index_later(&conn, &mut later);
+                    return;
+                }
+            }
+        };
         let mut batch = vec![first];
         let deadline = Instant::now() + BATCH_TIME;
         while batch.len() < BATCH_OPS && !matches!(batch.last(), Some(Op::Flush(_))) {
@@ -155,7 +186,11 @@ fn run(
                 op => Some(op),
             })
             .collect();
-        let result = write_batch(&mut conn, join_text(ops)).map_err(|e| e.to_string());
+        let result = write_batch(&mut conn, join_text(ops), &mut later).map_err(|e| e.to_string());
+        if !flushes.is_empty() && result.is_ok() {
+            // A read follows a flush: it finds everything.
+            index_later(&conn, &mut later);
+        }
         let now_failing = result.as_ref().err().cloned();
         let changed = {
             let mut f = failure.lock().unwrap_or_else(|e| e.into_inner());
@@ -257,7 +292,22 @@ fn put_part(tx: &Transaction<'_>, message: i64, index: usize, part: &Part) -> ru
     Ok(())
 }
 
-fn write_batch(conn: &mut Connection, ops: Vec<Op>) -> rusqlite::Result<()> {
+/// Indexes the long messages `write_batch` left for later.
+fn index_later(conn: &Connection, later: &mut Vec<i64>) {
+    for rowid in later.drain(..) {
+        let r = conn.execute(
+            "UPDATE messages SET text = coalesce((SELECT group_concat(text, char(10)) FROM
+                (SELECT text FROM parts WHERE message = ?1 AND kind = 'text' ORDER BY idx)), '')
+             WHERE rowid = ?1 AND done = 1 AND role != 'system'",
+            params![rowid],
+        );
+        if let Err(e) = r {
+            tracing::warn!(error = %e, "history: a message was not indexed");
+        }
+    }
+}
+
+fn write_batch(conn: &mut Connection, ops: Vec<Op>, later: &mut Vec<i64>) -> rusqlite::Result<()> {
     if ops.is_empty() {
         return Ok(());
     }
@@ -308,7 +358,11 @@ fn write_batch(conn: &mut Connection, ops: Vec<Op>) -> rusqlite::Result<()> {
                 let parts = std::mem::take(&mut message.parts);
                 let meta = serde_json::to_string(&message).unwrap_or_default();
                 message.parts = parts;
-                let text = searchable(&message);
+                let mut text = searchable(&message);
+                let index_later = text.len() > INDEX_NOW;
+                if index_later {
+                    text.clear();
+                }
                 let existing: Option<(i64, String)> = tx
                     .prepare_cached("SELECT rowid, meta FROM messages WHERE conversation = ?1 AND id = ?2")?
                     .query_row(params![conversation, message.id], |r| Ok((r.get(0)?, r.get(1)?)))
@@ -345,8 +399,14 @@ fn write_batch(conn: &mut Connection, ops: Vec<Op>) -> rusqlite::Result<()> {
                         tx.last_insert_rowid()
                     }
                 };
+                if index_later {
+                    later.push(rowid);
+                }
                 tx.prepare_cached("DELETE FROM parts WHERE message = ?1 AND idx >= ?2")?
                     .execute(params![rowid, message.parts.len() as i64])?;
+                // The whole message holds what was streamed.
+                tx.prepare_cached("DELETE FROM part_chunks WHERE message = ?1")?
+                    .execute(params![rowid])?;
                 for (i, part) in message.parts.iter().enumerate() {
                     put_part(&tx, rowid, i, part)?;
                 }
@@ -375,10 +435,14 @@ fn write_batch(conn: &mut Connection, ops: Vec<Op>) -> rusqlite::Result<()> {
                             "text"
                         };
                         tx.prepare_cached(
-                            "INSERT INTO parts (message, idx, kind, text) VALUES (?1, ?2, ?3, ?4)
-                             ON CONFLICT (message, idx) DO UPDATE SET text = coalesce(parts.text, '') || excluded.text",
+                            "INSERT INTO parts (message, idx, kind, text) VALUES (?1, ?2, ?3, '')
+                             ON CONFLICT (message, idx) DO NOTHING",
                         )?
-                        .execute(params![rowid, index as i64, kind, text])?;
+                        .execute(params![rowid, index as i64, kind])?;
+                        tx.prepare_cached(
+                            "INSERT INTO part_chunks (message, idx, text) VALUES (?1, ?2, ?3)",
+                        )?
+                        .execute(params![rowid, index as i64, text])?;
                     }
                     (None, None) => {}
                 }

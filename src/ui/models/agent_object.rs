@@ -83,8 +83,12 @@ mod imp {
         /// The whole of the last `auth:changed`.
         pub auth: RefCell<Option<AuthStatus>>,
         pub core: OnceCell<Core>,
-        /// Loaded from `Conversation(agent)` when first asked for.
+        /// Loaded from `Conversation(agent)` when first asked for: its last
+        /// page, then earlier pages as the view scrolls up.
         pub messages: RefCell<Option<gio::ListStore>>,
+        /// How many of the conversation's first messages are not in
+        /// `messages` yet.
+        pub earlier: Cell<usize>,
         pub permissions: OnceCell<gio::ListStore>,
         /// Filled from the supervisor when first asked for, then live.
         pub logs: OnceCell<gtk::StringList>,
@@ -472,7 +476,8 @@ impl AgentObject {
             return store.clone();
         }
         let store = gio::ListStore::new::<MessageObject>();
-        if let Ok(conv) = self.core().conversation(&self.name()) {
+        if let Ok((conv, earlier)) = self.core().chat.conversation_tail(&self.name(), MESSAGE_PAGE) {
+            imp.earlier.set(earlier);
             let objects: Vec<MessageObject> = conv.messages.into_iter().map(MessageObject::new).collect();
             store.splice(0, 0, &objects);
             let permissions = self.permissions();
@@ -500,7 +505,7 @@ impl AgentObject {
     }
 
     /// Takes a `conversation:switched`: the current conversation is
-    /// another (its messages are read again, into the same list), or
+    /// another (its last page is read again, into the same list), or
     /// became read-only.
     pub fn apply_switched(&self, id: Option<&str>, read_only: Option<&str>) {
         let imp = self.imp();
@@ -514,10 +519,11 @@ impl AgentObject {
         let Some(store) = self.loaded_messages() else {
             return;
         };
-        let Ok(conv) = self.core().conversation(&self.name()) else {
+        let Ok((conv, earlier)) = self.core().chat.conversation_tail(&self.name(), MESSAGE_PAGE) else {
             return;
         };
-        let same = store.n_items() as usize == conv.messages.len()
+        let same = imp.earlier.get() == earlier
+            && store.n_items() as usize == conv.messages.len()
             && conv.messages.iter().enumerate().all(|(i, m)| {
                 store
                     .item(i as u32)
@@ -525,6 +531,7 @@ impl AgentObject {
                     .is_some_and(|o| o.id() == m.id)
             });
         if !same {
+            imp.earlier.set(earlier);
             let objects: Vec<MessageObject> = conv.messages.into_iter().map(MessageObject::new).collect();
             store.splice(0, store.n_items(), &objects);
         }
@@ -537,8 +544,74 @@ impl AgentObject {
         self.apply_usage(&conv.usage);
     }
 
-    /// Tells the conversation list to read the stored conversations again.
-    pub fn conversations_changed(&self) {
+    /// How many earlier messages are not loaded yet.
+    pub fn earlier(&self) -> usize {
+        self.imp().earlier.get()
+    }
+
+    /// Loads up to `n` earlier messages in front of the loaded ones;
+    /// returns how many came.
+    pub fn load_earlier(&self, n: usize) -> usize {
+        let imp = self.imp();
+        let earlier = imp.earlier.get();
+        let (Some(store), true) = (self.loaded_messages(), earlier > 0) else {
+            return 0;
+        };
+        let from = earlier.saturating_sub(n);
+        let messages = self.core().chat.messages_range(&self.name(), from, earlier);
+        let count = messages.len();
+        let objects: Vec<MessageObject> = messages.into_iter().map(MessageObject::new).collect();
+        store.splice(0, 0, &objects);
+        imp.earlier.set(from);
+        count
+    }
+
+    /// Loads the earlier messages down to message `id`; whether it is
+    /// loaded now.
+    pub fn ensure_loaded(&self, id: &str) -> bool {
+        let Some(position) = self.core().chat.message_position(&self.name(), id) else {
+            return false;
+        };
+        let earlier = self.imp().earlier.get();
+        if position < earlier {
+            self.load_earlier(earlier - position);
+        }
+        true
+    }
+
+    /// Whether message `id` is one of the earlier ones not loaded (an
+    /// update to it is read when it is loaded).
+    pub fn is_unloaded(&self, id: &str) -> bool {
+        let earlier = self.imp().earlier.get();
+        earlier > 0
+            && self
+                .core()
+                .chat
+                .message_position(&self.name(), id)
+                .is_some_and(|p| p < earlier)
+    }
+
+    /// The ids of the conversation's messages whose text contains `query`
+    /// (lower case), loaded or not, in order.
+    pub fn find(&self, query: &str) -> Vec<String> {
+        self.core()
+            .chat
+            .messages_range(&self.name(), 0, usize::MAX)
+            .into_iter()
+            .filter(|m| m.text().to_lowercase().contains(query))
+            .map(|m| m.id)
+            .collect()
+    }
+
+    /// Tells the conversation list to read the stored conversations again;
+    /// `current` is the current conversation's id.
+    pub fn conversations_changed(&self, current: Option<&str>) {
+        set_string(
+            self,
+            &self.imp().conversation_id,
+            current.unwrap_or_default(),
+            "conversation-id",
+        );
         self.emit_by_name::<()>("conversations-changed", &[]);
     }
 
@@ -565,7 +638,8 @@ impl AgentObject {
         );
     }
 
-    /// `New`, `Open`, `Delete`, `Rename` of a conversation.
+    /// `New`, `Open`, `Delete`, `Rename` of a conversation. A switch
+    /// shows at once (its event, a frame later, then finds it shown).
     pub fn conversation_action(
         &self,
         what: ConversationAction,
@@ -573,11 +647,24 @@ impl AgentObject {
     ) {
         let core = self.core().clone();
         let agent = self.name();
+        let switches = matches!(what, ConversationAction::New | ConversationAction::Open(_));
+        let done = glib::clone!(
+            #[weak(rename_to = this)]
+            self,
+            move |r: Result<(), String>| {
+                if switches && r.is_ok() {
+                    if let Ok((conv, _)) = this.core().chat.conversation_tail(&this.name(), 0) {
+                        this.apply_switched(conv.id.as_deref(), conv.read_only.as_deref());
+                    }
+                }
+                done(r);
+            }
+        );
         runtime::call(
             async move {
                 match what {
                     ConversationAction::New => core.chat.new_conversation(&agent),
-                    ConversationAction::Open(id) => core.chat.open(&agent, &id).await.map(|_| ()),
+                    ConversationAction::Open(id) => core.chat.switch_to(&agent, &id).await,
                     ConversationAction::Delete(id) => core.chat.delete(&agent, &id).await,
                     ConversationAction::Rename(id, title) => core.chat.rename(&agent, &id, &title),
                 }
@@ -663,6 +750,7 @@ impl AgentObject {
     /// when next shown.
     pub fn forget_conversation(&self) {
         let imp = self.imp();
+        imp.earlier.set(0);
         if let Some(store) = imp.messages.take() {
             store.remove_all();
         }
@@ -765,6 +853,13 @@ impl AgentObject {
         );
     }
 }
+
+/// How many of a conversation's last messages the window holds at first
+/// (a screenful and more: a 10,000-message conversation opens in about
+/// 100 ms, see `cargo bench --bench window -- open`)...
+pub const MESSAGE_PAGE: usize = 20;
+/// ...and how many more it loads each time the view nears the top.
+pub const EARLIER_PAGE: usize = 100;
 
 /// What `conversation_action` does.
 pub enum ConversationAction {

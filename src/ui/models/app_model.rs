@@ -230,6 +230,8 @@ impl AppModel {
                                 dirty.push(m);
                             }
                         }
+                        // An earlier message not loaded is read when it is.
+                        None if a.is_unloaded(&u.message.id) => {}
                         None => store.append(&MessageObject::new(u.message)),
                     }
                 }
@@ -319,7 +321,7 @@ impl AppModel {
                 }
                 Event::ConversationsChanged(c) => {
                     if let Some(a) = self.agent(&c.agent) {
-                        a.conversations_changed();
+                        a.conversations_changed(c.current.as_deref());
                     }
                 }
                 Event::HistoryStatus(h) => {

@@ -13,7 +13,7 @@ mod permission_object;
 mod row_object;
 pub mod segments;
 
-pub use agent_object::{AgentObject, ConversationAction};
+pub use agent_object::{AgentObject, ConversationAction, EARLIER_PAGE, MESSAGE_PAGE};
 pub use agent_status::{AgentStatus, Lifecycle};
 pub use app_model::AppModel;
 pub use message_object::MessageObject;

@@ -157,8 +157,23 @@ impl ConversationView {
                 }
             }
         ));
-        imp.handlers
-            .replace(vec![(store.upcast(), items), (agent.clone().upcast(), changed)]);
+        // Another conversation of the agent: its end is shown.
+        let switched = agent.connect_notify_local(
+            Some("conversation-id"),
+            glib::clone!(
+                #[weak(rename_to = view)]
+                self,
+                move |_, _| {
+                    view.set_sticky(true);
+                    view.follow_conversation();
+                }
+            ),
+        );
+        imp.handlers.replace(vec![
+            (store.upcast(), items),
+            (agent.clone().upcast(), changed),
+            (agent.clone().upcast(), switched),
+        ]);
         self.set_sticky(true);
         self.update_page();
         self.scroll_to_bottom();
@@ -240,6 +255,17 @@ impl ConversationView {
             move |a| {
                 if a.value() + a.page_size() >= a.upper() - 48.0 {
                     view.set_sticky(true);
+                }
+                // Near the top of a long conversation: its earlier page.
+                if a.value() < a.page_size() && !view.sticky() {
+                    if let Some(agent) = view.agent() {
+                        if agent.earlier() > 0 {
+                            let agent = agent.clone();
+                            glib::idle_add_local_once(move || {
+                                agent.load_earlier(crate::ui::models::EARLIER_PAGE);
+                            });
+                        }
+                    }
                 }
             }
         ));
@@ -425,6 +451,53 @@ impl ConversationView {
             child = c.next_sibling();
         }
         false
+    }
+
+    /// Scrolls to message `id` (a search hit, a find match) and marks it
+    /// for two seconds; stops following the stream. `false` if it is not
+    /// in the conversation.
+    pub fn scroll_to_message(&self, id: &str) -> bool {
+        let imp = self.imp();
+        let Some(model) = imp.list.model() else {
+            return false;
+        };
+        let found = (0..model.n_items()).find(|&i| {
+            model
+                .item(i)
+                .and_downcast::<RowObject>()
+                .and_then(|r| r.message())
+                .is_some_and(|m| m.id() == id)
+        });
+        let Some(position) = found else {
+            return false;
+        };
+        self.set_sticky(false);
+        let _ = WidgetExt::activate_action(&*imp.list, "list.scroll-to-item", Some(&position.to_variant()));
+        let id = id.to_owned();
+        // Marked once the list has laid the row out.
+        glib::timeout_add_local_once(
+            std::time::Duration::from_millis(120),
+            glib::clone!(
+                #[weak(rename_to = view)]
+                self,
+                move || {
+                    for (row, (_, widget)) in view.bound_rows() {
+                        if row.message().is_some_and(|m| m.id() == id) {
+                            widget.add_css_class("found");
+                            glib::timeout_add_local_once(
+                                std::time::Duration::from_secs(2),
+                                glib::clone!(
+                                    #[weak]
+                                    widget,
+                                    move || widget.remove_css_class("found")
+                                ),
+                            );
+                        }
+                    }
+                }
+            ),
+        );
+        true
     }
 
     pub fn scroll_to_bottom(&self) {

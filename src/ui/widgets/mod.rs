@@ -4,8 +4,10 @@ pub mod agent_row;
 pub mod completion_list;
 pub mod composer;
 pub mod config_editor;
+pub mod conversation_list;
 pub mod conversation_view;
 pub mod diff;
+pub mod history_search;
 pub mod logs;
 pub mod mention_completion;
 pub mod message_parts;
@@ -18,6 +20,7 @@ pub mod terminal;
 
 pub use agent_row::AgentRow;
 pub use composer::Composer;
+pub use conversation_list::ConversationList;
 pub use conversation_view::ConversationView;
 pub use message_row::MessageRow;
 pub use permission_banner::PermissionBanner;

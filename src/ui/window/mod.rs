@@ -11,9 +11,12 @@ use gtk::{gio, glib};
 
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::{AgentObject, AppModel, Lifecycle};
-use crate::ui::widgets::{AgentRow, Composer, ConversationView, PermissionBanner, SignInPage};
+use crate::ui::widgets::{
+    AgentRow, Composer, ConversationList, ConversationView, PermissionBanner, SignInPage,
+};
 
 mod actions;
+mod conversations;
 mod sidebar;
 
 #[doc(hidden)]
@@ -55,6 +58,24 @@ pub mod imp {
         pub composer: TemplateChild<Composer>,
         #[template_child]
         pub recent_section: TemplateChild<gio::Menu>,
+        #[template_child]
+        pub conversation_list: TemplateChild<ConversationList>,
+        #[template_child]
+        pub find_bar: TemplateChild<gtk::SearchBar>,
+        #[template_child]
+        pub find_entry: TemplateChild<gtk::SearchEntry>,
+        #[template_child]
+        pub find_count: TemplateChild<gtk::Label>,
+        #[template_child]
+        pub find_previous: TemplateChild<gtk::Button>,
+        #[template_child]
+        pub find_next: TemplateChild<gtk::Button>,
+        #[template_child]
+        pub read_only_revealer: TemplateChild<gtk::Revealer>,
+        #[template_child]
+        pub read_only_label: TemplateChild<gtk::Label>,
+        /// The find bar's matches (message ids, in order) and which is shown.
+        pub find: RefCell<(Vec<String>, usize)>,
 
         pub model: OnceCell<AppModel>,
         pub selection: OnceCell<gtk::SingleSelection>,
@@ -82,6 +103,7 @@ pub mod imp {
             ConversationView::ensure_type();
             Composer::ensure_type();
             SignInPage::ensure_type();
+            ConversationList::ensure_type();
             klass.bind_template();
         }
 
@@ -98,6 +120,7 @@ pub mod imp {
                 agent.disconnect(id);
             }
             self.conversation_view.set_agent(None::<&AgentObject>);
+            self.conversation_list.set_agent(None);
             self.sign_in_page.set_agent(None::<&AgentObject>);
             self.permission_banner.set_agent(None::<&AgentObject>);
             self.composer.set_agent(None::<&AgentObject>);
@@ -148,6 +171,7 @@ impl ParleyWindow {
         win.restore_size();
         win.setup_agents_view(&selection);
         win.setup_actions();
+        win.setup_conversations();
         imp.sign_in_page.connect_active_notify(glib::clone!(
             #[weak]
             win,
@@ -336,6 +360,8 @@ impl ParleyWindow {
         }
         let agent = name.and_then(|n| self.agent(n));
         imp.conversation_view.set_agent(agent.as_ref());
+        imp.conversation_list.set_agent(agent.as_ref());
+        imp.find_bar.set_search_mode(false);
         imp.sign_in_page.set_agent(agent.as_ref());
         self.update_sign_in_page();
         imp.permission_banner.set_agent(agent.as_ref());
@@ -352,7 +378,10 @@ impl ParleyWindow {
             glib::clone!(
                 #[weak(rename_to = win)]
                 self,
-                move |agent, _| win.update_header(agent)
+                move |agent, _| {
+                    win.update_header(agent);
+                    win.update_read_only(agent);
+                }
             ),
         );
         let mut handlers = vec![(agent.clone(), id)];
@@ -364,6 +393,7 @@ impl ParleyWindow {
         imp.agent_handlers.replace(handlers);
         imp.content_stack.set_visible_child_name("conversation");
         self.update_header(&agent);
+        self.update_read_only(&agent);
         // Moving through the agents with the arrow keys keeps the focus in
         // the list (Enter then goes to the composer); a click or a selection
         // from elsewhere goes to the composer at once.
