@@ -458,3 +458,52 @@ async fn switching_back_takes_up_the_session_still_open_in_the_agent() {
         .collect();
     assert_eq!(codes, [parley::core::chat::message::MessageCode::AgentRestarted]);
 }
+
+/// claude-agent-acp advertises `sessionCapabilities.list`: a Claude Code
+/// session started in a terminal (its JSONL file under
+/// `~/.claude/projects/`) shows in `List`, without credentials.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_agent_acp_lists_a_session_started_in_a_terminal() {
+    let home = tempfile::tempdir().expect("tempdir");
+    let Some(mut claude) = crate::auth::real_agent("claude", "claude", "claude-agent-acp", &[], home.path())
+    else {
+        return;
+    };
+    claude["env"]["IS_SANDBOX"] = json!("1");
+    let cwd = home.path().display().to_string();
+    // Claude Code's project directory: the cwd with every other character
+    // than a letter or digit as "-".
+    let project: String = cwd
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    let dir = home.path().join(".claude/projects").join(project);
+    std::fs::create_dir_all(&dir).expect("projects");
+    let sid = "6f1d2c3b-0a9e-4b8c-9d7e-1f2a3b4c5d6e";
+    let line = json!({"type": "user", "parentUuid": null, "isSidechain": false, "userType": "external",
+        "cwd": cwd, "sessionId": sid, "version": "2.0.0", "gitBranch": "",
+        "message": {"role": "user", "content": "What does this project build?"},
+        "uuid": "0b0b0b0b-1111-4222-8333-444444444444", "timestamp": "2026-11-30T10:00:00.000Z"});
+    std::fs::write(dir.join(format!("{sid}.jsonl")), format!("{line}\n")).expect("session file");
+    let h = crate::auth::real(&[claude]);
+    h.core.supervisor.start("claude").await.expect("start");
+    let caps = h.core.supervisor.capabilities("claude").expect("capabilities");
+    assert!(
+        caps.session_capabilities.list.is_some(),
+        "claude-agent-acp lists sessions"
+    );
+    let list = h.core.chat.list("claude", 0, 10).await.expect("list");
+    let logs = h.core.supervisor.logs("claude").unwrap_or_default();
+    assert!(
+        !logs.iter().any(|l| l.contains("session/list failed")),
+        "{logs:?}"
+    );
+    let listed: Vec<_> = list.conversations.iter().filter(|c| c.external).collect();
+    assert_eq!(listed.len(), 1, "{list:?}");
+    assert_eq!(listed[0].id, format!("session:{sid}"));
+    assert!(
+        listed[0].title.contains("What does this project build"),
+        "{:?}",
+        listed[0]
+    );
+}
