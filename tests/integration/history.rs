@@ -507,3 +507,42 @@ async fn claude_agent_acp_lists_a_session_started_in_a_terminal() {
         listed[0]
     );
 }
+
+/// A history that cannot be opened (here: its directory would be below a
+/// file) is told as `history:status`, and the conversation goes on in memory.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_a_history_the_conversation_goes_on_in_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, config_text(&[agent("a", "")], 4, "0")).expect("config");
+    let blocker = dir.path().join("not-a-directory");
+    std::fs::write(&blocker, "x").expect("file");
+    let (core, rx) = parley::core::services::Core::new(parley::core::services::Options {
+        config_path: Some(config),
+        timings: fast(),
+        spawn_prefix: Vec::new(),
+        watch: false,
+        history: Some(blocker.join("history.sqlite3")),
+    })
+    .expect("core");
+    let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
+    let told = seen.iter().find_map(|e| match e {
+        Event::HistoryStatus(s) => Some(s.clone()),
+        _ => None,
+    });
+    let told = told.expect("history:status at start");
+    assert!(!told.writable);
+    assert!(
+        told.error
+            .as_deref()
+            .is_some_and(|e| e.contains("cannot be opened")),
+        "{told:?}"
+    );
+    let mut h = Harness { core, rx, seen, dir };
+    said(&mut h, "a", "echo still here").await;
+    assert!(texts(&h, "a")[1].1.contains("still here"));
+    assert!(matches!(
+        h.core.chat.list("a", 0, 10).await,
+        Ok(l) if l.conversations.is_empty() && !l.writable
+    ));
+}

@@ -365,7 +365,8 @@ impl ParleyWindow {
             agent.ensure_loaded(&id);
             imp.conversation_view.scroll_to_message(&id);
         }
-        if !label.is_empty() && by != 0 || count == 0 && !label.is_empty() {
+        // Told when the user moves, or when nothing matches.
+        if !label.is_empty() && (by != 0 || count == 0) {
             crate::ui::a11y::announce(self, &label, crate::ui::a11y::Priority::Medium);
         }
     }
