@@ -228,16 +228,8 @@ fn send(args: &[String]) -> ExitCode {
     };
     let rt = runtime();
     let code = rt.block_on(async move {
-        let (core, rx) = match Core::new(Options {
-            config_path: config,
-            watch: false,
-            ..Default::default()
-        }) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("parley-cli: {e}");
-                return 2;
-            }
+        let Some((core, rx)) = core(config, false) else {
+            return 2;
         };
         say_if_not_kept(&core);
         let out = Out::new();
@@ -286,6 +278,22 @@ fn send(args: &[String]) -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The services over `config` (`watch`: follow changes to the file), or
+/// `None` once the reason is printed (exit status 2).
+fn core(config: Option<PathBuf>, watch: bool) -> Option<(Core, EventReceiver)> {
+    match Core::new(Options {
+        config_path: config,
+        watch,
+        ..Default::default()
+    }) {
+        Ok(c) => Some(c),
+        Err(e) => {
+            eprintln!("parley-cli: {e}");
+            None
+        }
+    }
+}
+
 /// Tells (on standard error) that the conversation is not kept, when the
 /// history is read-only here (a window writes it) or could not be opened.
 fn say_if_not_kept(core: &Core) {
@@ -317,16 +325,8 @@ fn history(command: &str, args: &[String]) -> ExitCode {
     }
     let rt = runtime();
     let code = rt.block_on(async move {
-        let (core, _rx) = match Core::new(Options {
-            config_path: config,
-            watch: false,
-            ..Default::default()
-        }) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("parley-cli: {e}");
-                return 2;
-            }
+        let Some((core, _rx)) = core(config, false) else {
+            return 2;
         };
         if core.chat.history().is_none() {
             eprintln!(
@@ -422,15 +422,8 @@ fn serve(args: &[String]) -> ExitCode {
     }
     let rt = runtime();
     let code = rt.block_on(async move {
-        let (core, rx) = match Core::new(Options {
-            config_path: config,
-            ..Default::default()
-        }) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("parley-cli: {e}");
-                return 2;
-            }
+        let Some((core, rx)) = core(config, true) else {
+            return 2;
         };
         say_if_not_kept(&core);
         let out = Out::new();
@@ -545,16 +538,8 @@ fn auth(args: &[String]) -> ExitCode {
     };
     let rt = runtime();
     let code = rt.block_on(async move {
-        let (core, _rx) = match Core::new(Options {
-            config_path: config,
-            watch: false,
-            ..Default::default()
-        }) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("parley-cli: {e}");
-                return 2;
-            }
+        let Some((core, _rx)) = core(config, false) else {
+            return 2;
         };
         let result = match method {
             None => core.auth_methods(&agent).await.map(|_| ()).map_err(String::from),
