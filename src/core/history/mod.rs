@@ -375,19 +375,6 @@ impl History {
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
-
-    /// The agent's session id stored with a conversation, if any.
-    pub fn session_id(&self, conversation: &str) -> Result<Option<String>, HistoryError> {
-        let conn = lock(&self.read);
-        Ok(conn
-            .query_row(
-                "SELECT session_id FROM conversations WHERE id = ?1",
-                params![conversation],
-                |r| r.get::<_, Option<String>>(0),
-            )
-            .optional()?
-            .flatten())
-    }
 }
 
 /// A conversation's title: the agent's, else its first user message's

@@ -413,9 +413,4 @@ impl ConversationList {
             .item(position)
             .and_then(|o| summary(&o).map(|s| s.id.clone()))
     }
-
-    /// The list view (for tests and keyboard focus).
-    pub fn list_view(&self) -> Option<gtk::ListView> {
-        self.imp().list.borrow().clone()
-    }
 }
