@@ -9,7 +9,7 @@ packages=(
   libgtk-4-dev libadwaita-1-dev libgtksourceview-5-dev pkg-config gcc
   meson ninja-build desktop-file-utils appstream-util gettext
   xvfb xauth dbus python3-venv python3-pyatspi at-spi2-core
-  libvte-2.91-gtk4-dev gnome-keyring libsqlite3-dev
+  libvte-2.91-gtk4-dev gnome-keyring libsqlite3-dev libsoup-3.0-dev glib-networking
 )
 
 missing=()

@@ -1447,6 +1447,191 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
     Ok(())
 }
 
+#[path = "support/registry_server.rs"]
+mod registry_server;
+
+/// Add Agent: the empty sidebar's button, the registry's list (icons,
+/// versions, licences, "Added"), search, an install that ends on the
+/// agent's sign-in page, and Remove Agent… putting the file back.
+fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
+    use registry_server::*;
+    use serde_json::{json, Value};
+    let demo = env!("CARGO_BIN_EXE_parley-demo-agent");
+    let server = Server::start();
+    let cache = tempfile::tempdir().map_err(|e| e.to_string())?;
+    // Read by the core's threads when the registry is asked for.
+    std::env::set_var("XDG_CACHE_HOME", cache.path());
+    std::env::set_var("PARLEY_REGISTRY_URL", server.url("/registry.json"));
+    let archive = good_archive(demo);
+    server.put("/demo.tar.gz", Route::Bytes(archive.clone()));
+    let bundled: Value = serde_json::from_str(parley::core::registry::BUNDLED).map_err(|e| e.to_string())?;
+    let mut agents: Vec<Value> = bundled["agents"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|x| {
+                    [
+                        "claude-code-acp",
+                        "codex-acp",
+                        "gemini",
+                        "opencode",
+                        "mistral-vibe",
+                    ]
+                    .contains(&x["id"].as_str().unwrap_or(""))
+                })
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default();
+    agents.push(json!({
+        "id": "demo-signin", "name": "Demo (Sign-in)", "version": "1.0.0",
+        "description": "The demo agent, asking to be signed in in a terminal",
+        "license": "GPL-3.0-or-later", "repository": "https://example.invalid/parley",
+        "distribution": {"binary": {parley::core::registry::platform(): {
+            "archive": server.url("/demo.tar.gz"), "cmd": "./demo/current/demo-agent",
+            "env": {"PARLEY_DEMO_MODE": "auth-terminal"}, "sha256": sha256(&archive)
+        }}}
+    }));
+    server.put(
+        "/registry.json",
+        Route::Bytes(
+            json!({"version": "1.0.0", "agents": agents})
+                .to_string()
+                .into_bytes(),
+        ),
+    );
+    // Codex is configured already, by hand: the dialog marks it.
+    let original = "// mine\n{\n  \"agents\": [\n    // by hand\n    {\"name\": \"codex\", \"command\": \"codex-acp\"}\n  ],\n  \"channels\": []\n}\n";
+    let f = open_window(app, "{\"agents\": [], \"channels\": []}")?;
+    let add_button = buttons(&f.win.sidebar())
+        .into_iter()
+        .find(|b| b.label().as_deref() == Some("_Add Agent…"))
+        .ok_or("no Add Agent… on the empty sidebar")?;
+    save_png(&f.win, "30-empty-sidebar-add-agent")?;
+    std::fs::write(&f.core.current().path, original).map_err(|e| e.to_string())?;
+    f.core.reload();
+    spin_until("codex in the sidebar", Duration::from_secs(5), || {
+        f.win.agent("codex").is_some()
+    })?;
+    if !f.win.is_action_enabled("add-agent") {
+        return Err("win.add-agent is disabled".into());
+    }
+    add_button.emit_clicked();
+    let dialog = spin_find_window(app, "Add Agent")?;
+    spin_until("the registry's rows", Duration::from_secs(10), || {
+        parley::ui::widgets::add_agent::rows(&dialog).len() == 6
+    })?;
+    let rows = parley::ui::widgets::add_agent::rows(&dialog);
+    let state = |title: &str| {
+        rows.iter()
+            .find(|(t, _)| t == title)
+            .map(|(_, s)| s.clone())
+            .unwrap_or_default()
+    };
+    if state("Codex CLI") != "added" || state("Demo (Sign-in)") != "add" || state("Gemini CLI") != "add" {
+        return Err(format!("rows: {rows:?}"));
+    }
+    let shown = texts(dialog.upcast_ref());
+    if !shown.iter().any(|t| t.starts_with("The ACP registry, fetched")) {
+        return Err(format!("no word of where the list comes from: {shown:?}"));
+    }
+    if !shown
+        .iter()
+        .any(|t| t.contains("Version 0.9.2 · Apache-2.0 · download"))
+    {
+        return Err(format!("no version and licence: {shown:?}"));
+    }
+    dialog.set_default_size(720, 760);
+    spin(Duration::from_millis(300));
+    save_png(&dialog, "31-add-agent")?;
+    let style = adw::StyleManager::default();
+    style.set_color_scheme(adw::ColorScheme::ForceDark);
+    dialog.set_default_size(360, 640);
+    spin(Duration::from_millis(400));
+    save_png(&dialog, "31-add-agent-narrow-dark")?;
+    style.set_color_scheme(adw::ColorScheme::Default);
+    dialog.set_default_size(720, 760);
+    let search = descendant_search_entry(dialog.upcast_ref()).ok_or("no search entry")?;
+    search.set_text("sign-in demo");
+    spin_until("one row left", Duration::from_secs(5), || {
+        descendants::<adw::ActionRow>(dialog.upcast_ref())
+            .iter()
+            .filter(|r| r.is_child_visible())
+            .count()
+            == 1
+    })?;
+    let add = buttons(dialog.upcast_ref())
+        .into_iter()
+        .find(|b| b.is_mapped() && b.label().as_deref() == Some("_Add"))
+        .ok_or("no Add button")?;
+    add.emit_clicked();
+    spin_until("the dialog to close", Duration::from_secs(20), || {
+        !dialog.is_visible()
+    })?;
+    spin_until("the new agent selected", Duration::from_secs(10), || {
+        f.win.agent("demo-signin").is_some() && f.win.content_page() != "empty"
+    })?;
+    wait_sign_in_page(&f)?;
+    if !texts(f.win.sign_in_page().upcast_ref())
+        .iter()
+        .any(|t| t == "Sign in to Demo (Sign-in)")
+    {
+        return Err("the sign-in page is not for the new agent".into());
+    }
+    save_png(&f.win, "32-added-then-sign-in")?;
+    let text = std::fs::read_to_string(&f.core.current().path).map_err(|e| e.to_string())?;
+    if !text.starts_with("// mine\n{\n  \"agents\": [\n    // by hand\n    {\"name\": \"codex\", \"command\": \"codex-acp\"},\n    {\n      \"name\": \"demo-signin\"") {
+        return Err(format!("the configuration: {text}"));
+    }
+
+    // Remove Agent…, with its files.
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.agent-remove", Some(&"demo-signin".to_variant()))
+        .map_err(|e| e.to_string())?;
+    let confirm = spin_find_window(app, "")?;
+    let message = confirm
+        .downcast::<adw::MessageDialog>()
+        .map_err(|_| "not a message dialog")?;
+    save_png(&message, "33-remove-agent")?;
+    message.response("remove");
+    spin_until("the agent gone", Duration::from_secs(10), || {
+        f.win.agent("demo-signin").is_none()
+    })?;
+    let after = std::fs::read_to_string(&f.core.current().path).map_err(|e| e.to_string())?;
+    if after != original {
+        return Err(format!("not the file as it was: {after}"));
+    }
+    let installed = std::path::PathBuf::from(std::env::var_os("XDG_DATA_HOME").unwrap_or_default())
+        .join("parley/agents/demo-signin");
+    if installed.exists() {
+        return Err(format!("{} is still there", installed.display()));
+    }
+    std::env::remove_var("PARLEY_REGISTRY_URL");
+    // Dialogs let go before the window they were transient for.
+    drop(message);
+    drop(dialog);
+    close(f);
+    Ok(())
+}
+
+/// The newest other toplevel whose title is `title` ("" for any), once shown.
+fn spin_find_window(app: &adw::Application, title: &str) -> Result<gtk::Window, String> {
+    let mut found = None;
+    spin_until(&format!("the window {title:?}"), Duration::from_secs(10), || {
+        let _ = app;
+        found = gtk::Window::list_toplevels()
+            .into_iter()
+            .filter_map(|w| w.downcast::<gtk::Window>().ok())
+            .find(|w| {
+                !w.is::<ParleyWindow>()
+                    && w.is_visible()
+                    && (title.is_empty() || w.title().as_deref() == Some(title))
+            });
+        found.as_ref().is_some_and(|w| w.is_mapped())
+    })?;
+    spin(Duration::from_millis(300));
+    found.ok_or_else(|| "no window".into())
+}
+
 fn claude_pickers(app: &adw::Application) -> Result<(), String> {
     let Some(dir) = std::env::var_os("PARLEY_TEST_AGENTS") else {
         println!("    SKIPPED: PARLEY_TEST_AGENTS is not set (build-aux/install-test-agents.sh)");
@@ -2018,6 +2203,7 @@ fn main() {
             conversations_list_search_and_find,
         ),
         ("ui::german_from_the_configuration", german_from_the_configuration),
+        ("ui::add_agent_from_the_registry", add_agent_from_the_registry),
         (
             "ui::command_channel_gets_the_event",
             command_channel_gets_the_event,

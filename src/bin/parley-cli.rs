@@ -23,6 +23,10 @@ Usage:
   parley-cli conversations AGENT [--config FILE]
   parley-cli search QUERY [--config FILE]
   parley-cli export AGENT CONVERSATION [--config FILE]
+  parley-cli registry list [--refresh] [--config FILE]
+  parley-cli registry add ID [--config FILE]
+  parley-cli registry update [ID] [--config FILE]
+  parley-cli registry remove AGENT [--delete-files] [--config FILE]
 ";
 
 /// Standard output, one JSON object a line.
@@ -74,6 +78,7 @@ fn main() -> ExitCode {
         Some("serve") => serve(&args[1..]),
         Some("auth") => auth(&args[1..]),
         Some(command @ ("conversations" | "search" | "export")) => history(command, &args[1..]),
+        Some("registry") => registry(&args[1..]),
         Some("--help" | "-h" | "help") => {
             print!("{USAGE}");
             ExitCode::SUCCESS
@@ -367,6 +372,79 @@ fn history(command: &str, args: &[String]) -> ExitCode {
                 0
             }
             Err(e) => {
+                eprintln!("parley-cli: {e}");
+                1
+            }
+        }
+    });
+    ExitCode::from(code)
+}
+
+/// `registry list|add|update|remove`: the ACP registry, headless. `add`
+/// and `update` print `registry:progress` events while they download.
+fn registry(args: &[String]) -> ExitCode {
+    let flag = |name: &str| args.iter().any(|a| a == name);
+    let (refresh, delete_files) = (flag("--refresh"), flag("--delete-files"));
+    let kept: Vec<String> = args
+        .iter()
+        .filter(|a| *a != "--refresh" && *a != "--delete-files")
+        .cloned()
+        .collect();
+    let Opts { rest, config, .. } = match options(&kept) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("parley-cli: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let words: Vec<&str> = rest.iter().map(String::as_str).collect();
+    let ok = match words.as_slice() {
+        ["list"] => !delete_files,
+        ["add", _] | ["update"] | ["update", _] => !refresh && !delete_files,
+        ["remove", _] => !refresh,
+        _ => false,
+    };
+    if !ok {
+        return usage();
+    }
+    let rt = runtime();
+    let code = rt.block_on(async move {
+        let Some((core, rx)) = core(config, false) else {
+            return 2;
+        };
+        let out = Out::new();
+        let printer = {
+            let out = out.clone();
+            tokio::spawn(async move {
+                while let Ok(e) = rx.recv().await {
+                    if matches!(e, Event::RegistryProgress(_)) {
+                        print_event(&out, &e, true);
+                    }
+                }
+            })
+        };
+        let result: Result<Value, String> = match words.as_slice() {
+            ["list"] => serde_json::to_value(core.registry_list(refresh).await).map_err(|e| e.to_string()),
+            ["add", id] => core.registry_add(id).await.map(|name| json!({"added": name})),
+            ["update", rest @ ..] => core
+                .registry_update(rest.first().copied())
+                .await
+                .map(|names| json!({"updated": names})),
+            ["remove", agent] => core
+                .registry_remove(agent, delete_files)
+                .await
+                .map(|_| json!({"removed": agent})),
+            _ => Err(String::new()),
+        };
+        core.shutdown().await;
+        printer.abort();
+        match result {
+            Ok(v) => {
+                out.line(&v.to_string(), true);
+                0
+            }
+            Err(e) => {
+                out.flush();
                 eprintln!("parley-cli: {e}");
                 1
             }

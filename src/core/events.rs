@@ -53,6 +53,8 @@ events! {
     ConversationSwitched(ConversationSwitched) = "conversation:switched",
     ConversationsChanged(ConversationsChanged) = "conversations:changed",
     HistoryStatus(HistoryStatus) = "history:status",
+    RegistryProgress(crate::core::registry::service::Progress) = "registry:progress",
+    RegistryChanged(crate::core::registry::service::Changed) = "registry:changed",
 }
 
 impl Event {
@@ -75,7 +77,7 @@ impl Event {
             Event::SessionChanged(e) => Some(&e.agent),
             Event::ConversationSwitched(e) => Some(&e.agent),
             Event::ConversationsChanged(e) => Some(&e.agent),
-            Event::HistoryStatus(_) => None,
+            Event::HistoryStatus(_) | Event::RegistryProgress(_) | Event::RegistryChanged(_) => None,
         }
     }
 }
@@ -257,7 +259,7 @@ mod tests {
         });
         let wire = serde_json::to_value(&e).expect("json");
         assert_eq!(wire["event"], e.name());
-        assert_eq!(Event::NAMES.len(), 17);
+        assert_eq!(Event::NAMES.len(), 19);
         let mut names = Event::NAMES.to_vec();
         names.sort_unstable();
         names.dedup();

@@ -10,5 +10,6 @@ pub mod config;
 pub mod events;
 pub mod files;
 pub mod history;
+pub mod registry;
 pub mod services;
 pub mod supervisor;

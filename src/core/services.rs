@@ -132,6 +132,8 @@ pub struct Core {
     sign_ins: Arc<Mutex<HashMap<String, Option<tokio::sync::oneshot::Sender<()>>>>>,
     /// The files under the agents' working directories, for @-mentions.
     files: Arc<crate::core::files::FileIndexes>,
+    /// The ACP registry read last, and installs under way.
+    pub(crate) registry: Arc<crate::core::registry::service::State>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -171,12 +173,14 @@ impl Core {
             runtime: tokio::runtime::Handle::current(),
             sign_ins: Arc::default(),
             files: Arc::default(),
+            registry: Arc::default(),
         };
         core.supervisor.set_scope(&path.display().to_string());
         core.open_history(options.history.as_deref(), &path);
         core.load(bytes, false);
         if options.watch {
             core.watch(&path);
+            core.registry_check_updates_soon();
         }
         Ok((core, rx))
     }
@@ -336,7 +340,20 @@ impl Core {
     // ---- AgentService ----
 
     pub fn agent_list(&self) -> Vec<AgentInfo> {
-        self.supervisor.list()
+        let mut list = self.supervisor.list();
+        let updates = self.registry_updates();
+        for info in &mut list {
+            info.update_available = updates
+                .iter()
+                .find(|u| u.agent == info.name)
+                .map(|u| u.available.clone());
+        }
+        list
+    }
+
+    /// The agents of the configuration that runs.
+    pub(crate) fn applied_agents(&self) -> Vec<crate::core::config::model::AgentDef> {
+        lock(&self.config).applied.agents.clone()
     }
 
     // ---- ConfigService ----
@@ -544,6 +561,20 @@ impl Core {
             }
             "ChatService.Export" => Ok(self.chat.export(&s(0)?).map(Value::String)?),
             "ChatService.HistoryStatus" => to(serde_json::to_value(self.chat.history_status())),
+            "RegistryService.List" => to(serde_json::to_value(
+                self.registry_list(params.first().and_then(Value::as_bool).unwrap_or(false))
+                    .await,
+            )),
+            "RegistryService.Add" => Ok(Value::String(self.registry_add(&s(0)?).await?)),
+            "RegistryService.Update" => {
+                let id = params.first().and_then(Value::as_str);
+                Ok(json!(self.registry_update(id).await?))
+            }
+            "RegistryService.Remove" => {
+                let delete = params.get(1).and_then(Value::as_bool).unwrap_or(false);
+                Ok(self.registry_remove(&s(0)?, delete).await.map(|_| Value::Null)?)
+            }
+            "RegistryService.Cancel" => Ok(Value::Bool(self.registry_cancel(&s(0)?))),
             "ConfigService.Current" => to(serde_json::to_value(self.current())),
             "ConfigService.Content" => Ok(self.content().map(Value::String)?),
             "ConfigService.Validate" => to(serde_json::to_value(self.validate(&s(0)?))),

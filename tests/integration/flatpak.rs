@@ -41,6 +41,8 @@ fn the_manifests_are_well_formed_and_name_what_exists() {
             "--socket=wayland",
             "--socket=fallback-x11",
             "--talk-name=org.freedesktop.Flatpak",
+            // Add Agent fetches the registry and agents' archives.
+            "--share=network",
         ] {
             assert!(args.contains(&needed), "{name}: {needed}");
         }

@@ -15,5 +15,6 @@ mod fs_boundary;
 mod history;
 mod launch;
 mod processes;
+mod registry;
 mod supervisor;
 mod terminals;

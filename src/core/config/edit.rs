@@ -2,6 +2,7 @@
 //! order, formatting) as the user wrote it.
 
 use jsonc_parser::ast;
+use jsonc_parser::common::Ranged;
 
 /// Sets a top-level key to `value`: its value is replaced in place, or the
 /// key is added as the object's first member.
@@ -37,6 +38,228 @@ pub fn set_top_level(text: &str, key: &str, value: &serde_json::Value) -> Result
     ))
 }
 
+/// What comes after `pos` that is not whitespace or a comment.
+fn skip_trivia(text: &str, mut pos: usize) -> usize {
+    let b = text.as_bytes();
+    while pos < b.len() {
+        match b[pos] {
+            b' ' | b'\t' | b'\r' | b'\n' => pos += 1,
+            b'/' if b.get(pos + 1) == Some(&b'/') => {
+                pos = text[pos..].find('\n').map_or(b.len(), |n| pos + n);
+            }
+            b'/' if b.get(pos + 1) == Some(&b'*') => {
+                pos = text[pos + 2..].find("*/").map_or(b.len(), |n| pos + 2 + n + 2);
+            }
+            _ => break,
+        }
+    }
+    pos
+}
+
+/// The whitespace at the start of the line `pos` is on, when only
+/// whitespace comes before `pos` on it.
+fn indent_at(text: &str, pos: usize) -> Option<&str> {
+    let line_start = text[..pos].rfind('\n').map_or(0, |n| n + 1);
+    let lead = &text[line_start..pos];
+    lead.chars().all(|c| c == ' ' || c == '\t').then_some(lead)
+}
+
+/// `value` as pretty JSON whose lines after the first are indented by `indent`.
+fn render(value: &serde_json::Value, indent: &str) -> String {
+    let pretty = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    pretty.replace('\n', &format!("\n{indent}"))
+}
+
+/// An `agents` entry: its members in the order they are written.
+pub type Entry = Vec<(String, serde_json::Value)>;
+
+/// `entry` as a pretty object, its lines after the first indented by `indent`.
+fn render_entry(entry: &Entry, indent: &str) -> String {
+    let inner = format!("{indent}  ");
+    let members: Vec<String> = entry
+        .iter()
+        .map(|(k, v)| {
+            format!(
+                "{inner}{}: {}",
+                serde_json::Value::from(k.as_str()),
+                render(v, &inner)
+            )
+        })
+        .collect();
+    format!("{{\n{}\n{indent}}}", members.join(",\n"))
+}
+
+/// The `agents` entry named `name`, its members in the file's order.
+pub fn agent_entry(text: &str, name: &str) -> Option<Entry> {
+    let obj = parse_object(text).ok()?;
+    let agents = agents_array(&obj).ok()??;
+    let (index, _) = agent_range(agents, name)?;
+    let ast::Value::Object(o) = agents.elements.get(index)? else {
+        return None;
+    };
+    o.properties
+        .iter()
+        .map(|p| {
+            let r = p.value.range();
+            let v = crate::core::config::validate::parse(&text[r.start..r.end]).ok()?;
+            Some((p.name.as_str().to_owned(), v))
+        })
+        .collect()
+}
+
+fn agents_array<'a>(parsed: &'a jsonc_parser::ast::Object<'a>) -> Result<Option<&'a ast::Array<'a>>, String> {
+    match parsed.properties.iter().find(|p| p.name.as_str() == "agents") {
+        None => Ok(None),
+        Some(p) => match &p.value {
+            ast::Value::Array(a) => Ok(Some(a)),
+            _ => Err(crate::i18n::gettext("\"agents\" is not a list")),
+        },
+    }
+}
+
+fn parse_object(text: &str) -> Result<jsonc_parser::ast::Object<'_>, String> {
+    let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &Default::default())
+        .map_err(|e| e.to_string())?;
+    match parsed.value {
+        Some(ast::Value::Object(obj)) => Ok(obj),
+        _ => Err(crate::i18n::gettext("the configuration is not a JSON object")),
+    }
+}
+
+/// The `agents` entry named `name`, as a range of `text`.
+fn agent_range(agents: &ast::Array<'_>, name: &str) -> Option<(usize, jsonc_parser::common::Range)> {
+    agents.elements.iter().enumerate().find_map(|(i, v)| match v {
+        ast::Value::Object(o)
+            if o.properties.iter().any(|p| {
+                p.name.as_str() == "name" && matches!(&p.value, ast::Value::StringLit(s) if s.value == name)
+            }) =>
+        {
+            Some((i, o.range))
+        }
+        _ => None,
+    })
+}
+
+/// Appends `entry` to the `agents` list, after its last entry, in the style
+/// around it (indentation, a trailing comma); the rest of the text, comments
+/// included, is kept byte for byte.
+pub fn append_agent(text: &str, entry: &Entry) -> Result<String, String> {
+    let obj = parse_object(text)?;
+    let Some(agents) = agents_array(&obj)? else {
+        let object = serde_json::Value::Object(entry.iter().cloned().collect());
+        return set_top_level(text, "agents", &serde_json::Value::Array(vec![object]));
+    };
+    // The indentation of the line that holds `"agents": [`.
+    let line_start = text[..agents.range.start].rfind('\n').map_or(0, |n| n + 1);
+    let outer: String = text[line_start..]
+        .chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .collect();
+    let Some(last) = agents.elements.last() else {
+        let inner = format!("{outer}  ");
+        let at = agents.range.start + 1;
+        return Ok(format!(
+            "{}\n{inner}{}\n{outer}{}",
+            &text[..at],
+            render_entry(entry, &inner),
+            &text[at..]
+        ));
+    };
+    let range = last.range();
+    let inner = indent_at(text, range.start)
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("{outer}  "));
+    let rendered = render_entry(entry, &inner);
+    let next = skip_trivia(text, range.end);
+    if text.as_bytes().get(next) == Some(&b',') {
+        // A trailing comma: the new entry goes after it, and gets one too.
+        let at = next + 1;
+        Ok(format!("{}\n{inner}{rendered},{}", &text[..at], &text[at..]))
+    } else {
+        Ok(format!(
+            "{},\n{inner}{rendered}{}",
+            &text[..range.end],
+            &text[range.end..]
+        ))
+    }
+}
+
+/// Replaces the `agents` entry named `name` with `entry`; nothing else changes.
+pub fn replace_agent(text: &str, name: &str, entry: &Entry) -> Result<String, String> {
+    let obj = parse_object(text)?;
+    let Some((_, range)) = agents_array(&obj)?.and_then(|a| agent_range(a, name)) else {
+        return Err(crate::i18n::gettext_f(
+            "there is no agent named {name}",
+            &[("name", name)],
+        ));
+    };
+    let inner = indent_at(text, range.start).unwrap_or("    ");
+    Ok(format!(
+        "{}{}{}",
+        &text[..range.start],
+        render_entry(entry, inner),
+        &text[range.end..]
+    ))
+}
+
+/// Removes the `agents` entry named `name` and its comma; its line goes
+/// when it held nothing else. Comments elsewhere stay byte for byte.
+pub fn remove_agent(text: &str, name: &str) -> Result<String, String> {
+    let obj = parse_object(text)?;
+    let agents = agents_array(&obj)?;
+    let Some((index, range)) = agents.and_then(|a| agent_range(a, name)) else {
+        return Err(crate::i18n::gettext_f(
+            "there is no agent named {name}",
+            &[("name", name)],
+        ));
+    };
+    let b = text.as_bytes();
+    let line_start = |pos: usize| text[..pos].rfind('\n').map_or(0, |n| n + 1);
+    let mut start = range.start;
+    if indent_at(text, start).is_some() {
+        start = line_start(start);
+    }
+    let mut end = range.end;
+    let next = skip_trivia(text, end);
+    // The comma that goes with the entry: its own, or else (the last entry)
+    // the one before it. Taken with the entry when only blanks part them.
+    let mut comma = None;
+    if b.get(next) == Some(&b',') {
+        if text[end..next].trim().is_empty() {
+            end = next + 1;
+        } else {
+            comma = Some(next);
+        }
+    } else if index > 0 {
+        if let Some(prev) = agents.and_then(|a| a.elements.get(index - 1)) {
+            let prev_end = prev.range().end;
+            let between = &text[prev_end..range.start];
+            if !between.contains("//") && !between.contains("/*") {
+                // `…prev,\n  {this}`: all from the end of the one before
+                // goes, which undoes an append exactly.
+                return Ok(format!("{}{}", &text[..prev_end], &text[range.end..]));
+            }
+            let at = skip_trivia(text, prev_end);
+            if b.get(at) == Some(&b',') && at < start {
+                comma = Some(at);
+            }
+        }
+    }
+    // The rest of the line, if only blanks: the line goes whole.
+    let line_end = text[end..].find('\n').map_or(text.len(), |n| end + n);
+    if start == line_start(range.start) && text[end..line_end].trim().is_empty() {
+        end = (line_end + 1).min(text.len());
+    }
+    let mut out = String::with_capacity(text.len());
+    for (i, ch) in text.char_indices() {
+        if (start..end).contains(&i) || Some(i) == comma {
+            continue;
+        }
+        out.push(ch);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,5 +282,99 @@ mod tests {
         assert!(out.contains("\"language\": \"de_DE\","));
         let out = set_top_level("{}", "theme", &json!("dark")).expect("edit");
         assert_eq!(out, "{\n  \"theme\": \"dark\"}");
+    }
+
+    const COMMENTED: &str = r#"/* Mine. Keep every byte. */
+{
+  // theme first
+  "theme": "dark" ,   /* odd spacing */
+  "agents": [
+      {
+        "name": "a", // the first
+        "command": "x"
+      } /* between */ ,
+      // a comment line in the list
+      {"name": "b", "command": "y"}   // last, no trailing comma
+  ],
+  "channels": [], // trailing
+}
+"#;
+
+    fn pairs(p: &[(&str, serde_json::Value)]) -> Entry {
+        p.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    fn names(text: &str) -> Vec<String> {
+        let v = crate::core::config::validate::validate(text);
+        assert!(v.valid(), "{text}\n{:?}", v.problems);
+        v.config
+            .expect("config")
+            .agents
+            .into_iter()
+            .map(|a| a.name)
+            .collect()
+    }
+
+    #[test]
+    fn an_appended_agent_keeps_every_other_byte_and_goes_back_out() {
+        let entry = pairs(&[
+            ("name", json!("new")),
+            ("command", json!("z")),
+            ("args", json!(["acp"])),
+        ]);
+        for text in [COMMENTED, crate::core::config::store::DEFAULT_TEXT] {
+            let out = append_agent(text, &entry).expect("append");
+            let mut want = names(text);
+            want.push("new".into());
+            assert_eq!(names(&out), want, "{out}");
+            // Only an insertion: the original is the output minus one run of bytes.
+            let prefix = text.bytes().zip(out.bytes()).take_while(|(a, b)| a == b).count();
+            let suffix = text.len() - prefix;
+            assert_eq!(&out[out.len() - suffix..], &text[prefix..], "{out}");
+            assert_eq!(remove_agent(&out, "new").expect("remove"), text, "{out}");
+        }
+        // The default file's trailing-comma style: the new entry gets a comma too.
+        let out = append_agent(crate::core::config::store::DEFAULT_TEXT, &entry).expect("append");
+        assert!(out.contains("    },\n    {\n      \"name\": \"new\",\n      \"command\": \"z\",\n      \"args\": [\n        \"acp\"\n      ]\n    },\n    // Remove"), "{out}");
+    }
+
+    #[test]
+    fn appending_to_an_empty_or_missing_list() {
+        let entry = pairs(&[("name", json!("new")), ("command", json!("z"))]);
+        let out = append_agent("{\n  \"agents\": [] // none\n}\n", &entry).expect("append");
+        assert_eq!(out, "{\n  \"agents\": [\n    {\n      \"name\": \"new\",\n      \"command\": \"z\"\n    }\n  ] // none\n}\n");
+        let out = append_agent("{\"theme\": \"dark\"}", &entry).expect("append");
+        assert_eq!(names(&out), ["new"]);
+        assert!(append_agent("{\"agents\": 3}", &entry).is_err());
+        assert!(append_agent("{\"agents\": [", &entry).is_err());
+    }
+
+    #[test]
+    fn removing_and_replacing_one_entry() {
+        let out = remove_agent(COMMENTED, "a").expect("remove");
+        assert_eq!(names(&out), ["b"]);
+        assert!(out.starts_with("/* Mine. Keep every byte. */\n{\n  // theme first\n  \"theme\": \"dark\" ,   /* odd spacing */\n  \"agents\": [\n /* between */ \n      // a comment line in the list\n      {\"name\": \"b\""), "{out}");
+        let out = remove_agent(COMMENTED, "b").expect("remove");
+        assert_eq!(names(&out), ["a"]);
+        assert!(
+            out.contains("// a comment line in the list\n   // last, no trailing comma\n  ],"),
+            "{out}"
+        );
+        assert!(
+            out.contains("/* Mine. Keep every byte. */") && out.contains("\"channels\": [], // trailing")
+        );
+        assert!(remove_agent(COMMENTED, "nobody").is_err());
+
+        let mut b = agent_entry(COMMENTED, "b").expect("entry b");
+        b[1].1 = json!("w");
+        let out = replace_agent(COMMENTED, "b", &b).expect("replace");
+        assert_eq!(names(&out), ["a", "b"]);
+        assert_eq!(
+            out,
+            COMMENTED.replace(
+                "{\"name\": \"b\", \"command\": \"y\"}",
+                "{\n        \"name\": \"b\",\n        \"command\": \"w\"\n      }"
+            )
+        );
     }
 }

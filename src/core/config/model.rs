@@ -78,6 +78,19 @@ pub struct AgentDef {
     pub additional_directories: Vec<String>,
     /// Session option values (by option id or category) for new sessions.
     pub defaults: BTreeMap<String, Value>,
+    /// Where Add Agent installed it from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<RegistryRef>,
+}
+
+/// An agent's `registry`: the ACP registry entry and version it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RegistryRef {
+    pub id: String,
+    pub version: String,
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub distribution: String,
 }
 
 impl AgentDef {

@@ -538,6 +538,7 @@ fn known_keys(pointer: &str) -> Option<&'static [&'static str]> {
             "mcpServers",
             "additionalDirectories",
             "defaults",
+            "registry",
         ]),
         ["mcpServers", i] | ["agents", _, "mcpServers", i] if i.parse::<usize>().is_ok() => {
             Some(&["name", "type", "command", "args", "env", "url", "headers"])

@@ -178,6 +178,8 @@ pub fn install_hint(command: &str) -> Option<&'static str> {
         "gemini" => "npm install -g @google/gemini-cli",
         "opencode" => "npm install -g opencode-ai",
         "goose" => "the installer on Goose's website (then run: goose configure)",
+        "npx" => "sudo apt install npm",
+        "uvx" => "pipx install uv",
         _ => return None,
     })
 }

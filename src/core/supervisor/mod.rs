@@ -121,6 +121,12 @@ pub struct AgentInfo {
     /// The agent asked to be signed in to (see `auth:changed`).
     #[serde(rename = "needsSignIn")]
     pub needs_sign_in: bool,
+    /// Where Add Agent installed it from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub registry: Option<crate::core::config::model::RegistryRef>,
+    /// A newer version in the registry (filled in by the core).
+    #[serde(rename = "updateAvailable", skip_serializing_if = "Option::is_none")]
+    pub update_available: Option<String>,
 }
 
 /// Why an agent could not start: the reason, and the agent's last lines on
@@ -251,6 +257,8 @@ impl Entry {
             error: self.error.clone(),
             outdated: self.next_def.is_some(),
             needs_sign_in: self.auth.needs_sign_in.is_some(),
+            registry: self.def.registry.clone(),
+            update_available: None,
         }
     }
 }

@@ -38,6 +38,12 @@ mod imp {
         pub icon: RefCell<String>,
         #[property(get)]
         pub description: RefCell<String>,
+        /// The newer version the registry has, or "".
+        #[property(get)]
+        pub update_available: RefCell<String>,
+        /// Added from the ACP registry (Add Agent).
+        #[property(get)]
+        pub from_registry: Cell<bool>,
         #[property(get, builder(AgentStatus::Stopped))]
         pub status: Cell<AgentStatus>,
         #[property(get)]
@@ -161,6 +167,11 @@ impl AgentObject {
         };
         set_string(self, &imp.icon, icon, "icon");
         set_string(self, &imp.description, &info.description, "description");
+        let update = info.update_available.as_deref().unwrap_or_default();
+        set_string(self, &imp.update_available, update, "update-available");
+        if imp.from_registry.replace(info.registry.is_some()) != info.registry.is_some() {
+            self.notify_from_registry();
+        }
         if imp.needs_sign_in.replace(info.needs_sign_in) != info.needs_sign_in {
             self.notify_needs_sign_in();
         }

@@ -49,6 +49,16 @@ mod imp {
                     Signal::builder("history-status")
                         .param_types([bool::static_type(), String::static_type()])
                         .build(),
+                    // An install's progress: registry id, phase, bytes
+                    // done, bytes in all (-1: not known).
+                    Signal::builder("registry-progress")
+                        .param_types([
+                            String::static_type(),
+                            String::static_type(),
+                            i64::static_type(),
+                            i64::static_type(),
+                        ])
+                        .build(),
                     // A new agent object (for listeners of its signals).
                     Signal::builder("agent-added")
                         .param_types([AgentObject::static_type()])
@@ -138,6 +148,22 @@ impl AppModel {
         for a in (0..store.n_items()).filter_map(|i| store.item(i).and_downcast::<AgentObject>()) {
             a.forget_conversation();
         }
+    }
+
+    pub fn connect_registry_progress<F: Fn(&str, &str, i64, i64) + 'static>(
+        &self,
+        f: F,
+    ) -> glib::SignalHandlerId {
+        self.connect_local("registry-progress", false, move |args| {
+            let s = |i: usize| {
+                args.get(i)
+                    .and_then(|a| a.get::<String>().ok())
+                    .unwrap_or_default()
+            };
+            let n = |i: usize| args.get(i).and_then(|a| a.get::<i64>().ok()).unwrap_or(-1);
+            f(&s(1), &s(2), n(3), n(4));
+            None
+        })
     }
 
     pub fn connect_history_status<F: Fn(bool, &str) + 'static>(&self, f: F) -> glib::SignalHandlerId {
@@ -328,6 +354,15 @@ impl AppModel {
                     let text = h.error.unwrap_or_default();
                     self.emit_by_name::<()>("history-status", &[&h.writable, &text]);
                 }
+                Event::RegistryProgress(p) => {
+                    let total = p.total.map_or(-1, |t| t as i64);
+                    self.emit_by_name::<()>(
+                        "registry-progress",
+                        &[&p.id, &p.phase.to_string(), &(p.done as i64), &total],
+                    );
+                }
+                // The sidebar's "update available" marks.
+                Event::RegistryChanged(_) => refresh_agents = true,
             }
         }
         for m in dirty {

@@ -23,6 +23,8 @@ mod imp {
         #[template_child]
         pub state: TemplateChild<gtk::Label>,
         #[template_child]
+        pub update: TemplateChild<gtk::Image>,
+        #[template_child]
         pub attention: TemplateChild<gtk::Image>,
         #[template_child]
         pub start_button: TemplateChild<gtk::Button>,
@@ -32,7 +34,7 @@ mod imp {
         pub menu_button: TemplateChild<gtk::MenuButton>,
         pub bound: RefCell<Option<(AgentObject, glib::SignalHandlerId)>>,
         /// What the menu was built for (can log out, has saved keys).
-        pub menu_shape: std::cell::Cell<Option<(bool, bool)>>,
+        pub menu_shape: std::cell::RefCell<Option<(bool, bool, String)>>,
     }
 
     #[glib::object_subclass]
@@ -75,7 +77,7 @@ impl AgentRow {
     pub fn bind(&self, agent: &AgentObject) {
         self.unbind();
         let imp = self.imp();
-        imp.menu_shape.set(None);
+        imp.menu_shape.replace(None);
         let name = agent.name();
         let target = name.to_variant();
         // The target first: an action name without its target warns.
@@ -104,10 +106,15 @@ impl AgentRow {
     /// Restart, Show Logs, and the sign-in items the agent offers now.
     fn build_menu(&self, agent: &AgentObject) {
         let imp = self.imp();
-        let shape = (agent.can_logout(), agent.has_saved_keys());
-        if imp.menu_shape.replace(Some(shape)) == Some(shape) {
+        let shape = (
+            agent.can_logout(),
+            agent.has_saved_keys(),
+            agent.update_available(),
+        );
+        if imp.menu_shape.borrow().as_ref() == Some(&shape) {
             return;
         }
+        imp.menu_shape.replace(Some(shape.clone()));
         let target = agent.name().to_variant();
         let menu = gio::Menu::new();
         let item = |label: &str, action: &str| {
@@ -126,6 +133,15 @@ impl AgentRow {
             auth.append_item(&item(&gettext("_Forget Saved Keys"), "win.agent-forget-keys"));
         }
         menu.append_section(None, &auth);
+        let config = gio::Menu::new();
+        if !shape.2.is_empty() {
+            config.append_item(&item(
+                &crate::i18n::gettext_f("_Update to {version}", &[("version", &shape.2)]),
+                "win.agent-update",
+            ));
+        }
+        config.append_item(&item(&gettext("Re_move Agent…"), "win.agent-remove"));
+        menu.append_section(None, &config);
         imp.menu_button.set_menu_model(Some(&menu));
     }
 
@@ -133,7 +149,7 @@ impl AgentRow {
         let imp = self.imp();
         self.build_menu(agent);
         let title = agent.title();
-        imp.icon.set_icon_name(Some(&agent.icon()));
+        set_agent_icon(&imp.icon, &agent.icon());
         imp.title.set_label(&title);
         let shown = agent.shown_as();
         imp.state.set_label(&shown);
@@ -168,11 +184,30 @@ impl AgentRow {
             &*imp.menu_button,
             &crate::i18n::gettext_f("More for {agent}", &[("agent", &title)]),
         );
-        let name = format!("{title}, {shown}");
+        let update = agent.update_available();
+        imp.update.set_visible(!update.is_empty());
+        let update_text = crate::i18n::gettext_f("Version {version} is available", &[("version", &update)]);
+        imp.update.set_tooltip_text(Some(&update_text));
+        let name = if update.is_empty() {
+            format!("{title}, {shown}")
+        } else {
+            format!("{title}, {shown}, {update_text}")
+        };
         crate::ui::a11y::set_label(self, &name);
         // The list item around the row is what the arrow keys focus.
         if let Some(item) = self.parent() {
             crate::ui::a11y::set_label(&item, &name);
         }
+    }
+}
+
+/// An agent's icon: an icon name, or the path of an SVG file (Add Agent
+/// saves the registry's as `…-symbolic.svg`, which GTK recolours with the
+/// text, as it does symbolic icons of the theme).
+pub fn set_agent_icon(image: &gtk::Image, icon: &str) {
+    if icon.starts_with('/') {
+        image.set_from_gicon(&gio::FileIcon::new(&gio::File::for_path(icon)));
+    } else {
+        image.set_icon_name(Some(icon));
     }
 }

@@ -1,5 +1,6 @@
 //! The window's widgets; each `x.rs` beside its `x.ui` template.
 
+pub mod add_agent;
 pub mod agent_row;
 pub mod completion_list;
 pub mod composer;

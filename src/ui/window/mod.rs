@@ -17,6 +17,7 @@ use crate::ui::widgets::{
 
 mod actions;
 mod conversations;
+mod registry;
 mod sidebar;
 
 #[doc(hidden)]
@@ -172,6 +173,7 @@ impl ParleyWindow {
         win.setup_agents_view(&selection);
         win.setup_actions();
         win.setup_conversations();
+        win.setup_registry_actions();
         imp.sign_in_page.connect_active_notify(glib::clone!(
             #[weak]
             win,
