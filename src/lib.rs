@@ -27,7 +27,14 @@
 //!     method's command runs beneath a guardian
 //!     ([`core::supervisor::LoginTerminal`]).
 //!   - [`core::config`]: model, schema and validation with line and column,
-//!     the file (creating, saving atomically, recent files), watching.
+//!     the file (creating, saving atomically, recent files), watching, and
+//!     edits that keep the user's comments ([`core::config::edit`]: a
+//!     top-level key; an `agents` entry appended, replaced, removed).
+//!   - [`core::registry`]: agents from the ACP registry: HTTPS through
+//!     libsoup 3 ([`core::registry::fetch`]), archives unpacked so nothing
+//!     lands outside their directory ([`core::registry::unpack`]), and
+//!     `RegistryService` ([`core::registry::service`]): List, Add, Update,
+//!     Remove, Cancel.
 //!   - [`core::events`]: the spec's events; [`core::services`]: the spec's
 //!     services over one [`core::services::Core`].
 //! - [`ui`] — the libadwaita window. Who owns what, and who may call whom:
@@ -41,7 +48,11 @@
 //!   - [`ui::notifier`] and [`ui::theme`] listen to model signals.
 //!   - [`ui::window`] only assembles views; [`ui::widgets`] bind to models
 //!     and report errors through the `win.toast` action; no widget imports
-//!     the window or the application.
+//!     the window or the application, except the windows of their own
+//!     that open over it (`history_search`, `add_agent`), which take it as
+//!     their parent and call its public methods.
+//!   - Add Agent…: the registry's dialog ([`ui::widgets::add_agent`]); an
+//!     agent's Update and Remove Agent… are the window's (`registry.rs`).
 //! - [`i18n`] (gettext) and [`logging`] (tracing) serve both.
 //!
 //! # Where the code refines the design (`docs/architecture.md`)

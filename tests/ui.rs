@@ -1584,6 +1584,35 @@ fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
         return Err(format!("the configuration: {text}"));
     }
 
+    // A newer version: the sidebar says so, and Update takes it.
+    if let Some(demo) = agents.last_mut() {
+        demo["version"] = json!("1.1.0");
+    }
+    server.put(
+        "/registry.json",
+        Route::Bytes(
+            json!({"version": "1.0.0", "agents": agents})
+                .to_string()
+                .into_bytes(),
+        ),
+    );
+    parley::ui::runtime::runtime().block_on(f.core.registry_list(true));
+    spin_until("update available in the sidebar", Duration::from_secs(5), || {
+        f.win
+            .agent("demo-signin")
+            .is_some_and(|a| a.update_available() == "1.1.0")
+    })?;
+    save_png(&f.win.sidebar(), "34-update-available")?;
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.agent-update", Some(&"demo-signin".to_variant()))
+        .map_err(|e| e.to_string())?;
+    spin_until("the update done", Duration::from_secs(20), || {
+        f.win
+            .agent("demo-signin")
+            .is_some_and(|a| a.update_available().is_empty())
+            && std::fs::read_to_string(&f.core.current().path)
+                .is_ok_and(|t| t.contains("\"version\": \"1.1.0\""))
+    })?;
+
     // Remove Agent…, with its files.
     gtk::prelude::WidgetExt::activate_action(&f.win, "win.agent-remove", Some(&"demo-signin".to_variant()))
         .map_err(|e| e.to_string())?;

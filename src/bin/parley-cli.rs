@@ -390,8 +390,12 @@ fn registry(args: &[String]) -> ExitCode {
         .filter(|a| *a != "--refresh" && *a != "--delete-files")
         .cloned()
         .collect();
-    let Opts { rest, config, .. } = match options(&kept) {
-        Ok(o) => o,
+    let (rest, config) = match options(&kept) {
+        Ok(o) if o.settings.is_empty() && o.attach.is_empty() => (o.rest, o.config),
+        Ok(_) => {
+            eprintln!("parley-cli: --mode, --model, --option and --attach go with send");
+            return ExitCode::from(2);
+        }
         Err(e) => {
             eprintln!("parley-cli: {e}");
             return ExitCode::from(2);
@@ -413,31 +417,40 @@ fn registry(args: &[String]) -> ExitCode {
             return 2;
         };
         let out = Out::new();
-        let printer = {
-            let out = out.clone();
-            tokio::spawn(async move {
-                while let Ok(e) = rx.recv().await {
-                    if matches!(e, Event::RegistryProgress(_)) {
-                        print_event(&out, &e, true);
-                    }
+        let call = async {
+            match words.as_slice() {
+                ["list"] => {
+                    serde_json::to_value(core.registry_list(refresh).await).map_err(|e| e.to_string())
                 }
-            })
+                ["add", id] => core.registry_add(id).await.map(|name| json!({"added": name})),
+                ["update", rest @ ..] => core
+                    .registry_update(rest.first().copied())
+                    .await
+                    .map(|names| json!({"updated": names})),
+                ["remove", agent] => core
+                    .registry_remove(agent, delete_files)
+                    .await
+                    .map(|_| json!({"removed": agent})),
+                _ => Err(String::new()),
+            }
         };
-        let result: Result<Value, String> = match words.as_slice() {
-            ["list"] => serde_json::to_value(core.registry_list(refresh).await).map_err(|e| e.to_string()),
-            ["add", id] => core.registry_add(id).await.map(|name| json!({"added": name})),
-            ["update", rest @ ..] => core
-                .registry_update(rest.first().copied())
-                .await
-                .map(|names| json!({"updated": names})),
-            ["remove", agent] => core
-                .registry_remove(agent, delete_files)
-                .await
-                .map(|_| json!({"removed": agent})),
-            _ => Err(String::new()),
+        tokio::pin!(call);
+        // Progress as it comes, then what is left of it, then the answer.
+        let print = |e: &Event| {
+            if matches!(e, Event::RegistryProgress(_)) {
+                print_event(&out, e, true);
+            }
         };
+        let result: Result<Value, String> = loop {
+            tokio::select! {
+                r = &mut call => break r,
+                Ok(e) = rx.recv() => print(&e),
+            }
+        };
+        while let Ok(e) = rx.try_recv() {
+            print(&e);
+        }
         core.shutdown().await;
-        printer.abort();
         match result {
             Ok(v) => {
                 out.line(&v.to_string(), true);

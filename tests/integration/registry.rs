@@ -234,7 +234,7 @@ fn a_binary_agent_is_added_run_updated_and_removed_keeping_every_comment() {
     )]);
     let (_, out, _) = env.run(&["registry", "list", "--refresh"]);
     let list = last_json(&out);
-    assert_eq!(listed(&list, "demo-bin")["updateAvailable"], true, "{list}");
+    assert_eq!(listed(&list, "demo-bin")["updateAvailable"], "1.1.0", "{list}");
     assert_eq!(listed(&list, "demo-bin")["configured"], json!(["demo-bin"]));
     let (code, out, err) = env.run(&["registry", "update"]);
     assert_eq!(code, 0, "{out}\n{err}");
@@ -411,9 +411,15 @@ fn hostile_archives_are_refused_and_leave_nothing() {
         &env.server.url("/good.tar.gz"),
         Some("0".repeat(64)),
     ));
+    // An npx "package" that is one of npx's own options (-c runs a shell).
+    agents.push(json!({
+        "id": "npx-option", "name": "x", "version": "1.0.0",
+        "distribution": {"npx": {"package": "-c=touch pwned"}}
+    }));
     env.registry(&agents);
     let mut cases: Vec<(&str, &str)> = cases.iter().map(|(id, _, _, why)| (*id, *why)).collect();
     cases.push(("bad-sum", "SHA-256"));
+    cases.push(("npx-option", "is not a package name"));
     for (id, why) in cases {
         let (code, out, err) = env.run(&["registry", "add", id]);
         assert_eq!(code, 1, "{id}: {out}\n{err}");
@@ -423,11 +429,8 @@ fn hostile_archives_are_refused_and_leave_nothing() {
             COMMENTED,
             "{id}"
         );
-        // Nothing was left but the (empty) directory of the agent.
-        let left: Vec<String> = tree(&env.data())
-            .into_iter()
-            .filter(|p| !p.ends_with("-symbolic.svg") && Path::new(p).components().count() > 1)
-            .collect();
+        // Nothing was left, not even the agent's directory.
+        let left = tree(&env.data());
         assert!(left.is_empty(), "{id}: {left:?}");
     }
     assert!(!outside.join("escaped").exists() && !outside.join("zip-escaped").exists());
@@ -493,10 +496,7 @@ fn a_cancelled_install_leaves_nothing_and_a_registry_offline_falls_back() {
     assert_eq!(answer["error"], "cancelled", "{answer}");
     drop(stdin);
     let _ = child.wait();
-    let left: Vec<String> = tree(&env.data().join("slow"))
-        .into_iter()
-        .filter(|p| !p.ends_with("-symbolic.svg"))
-        .collect();
+    let left = tree(&env.data());
     assert!(left.is_empty(), "{left:?}");
     assert_eq!(std::fs::read_to_string(env.config()).expect("read"), COMMENTED);
 

@@ -21,17 +21,18 @@ pub enum FetchError {
     Cancelled,
 }
 
-/// Only HTTPS; plain HTTP to this machine alone (a test's server).
+/// Only HTTPS; plain HTTP to this machine alone (a test's server). The
+/// address is parsed as libsoup will (a `user@host` part included).
 pub fn allowed(url: &str) -> bool {
-    if url.starts_with("https://") {
-        return true;
-    }
-    let Some(rest) = url.strip_prefix("http://") else {
+    let Ok(uri) = glib::Uri::parse(url, glib::UriFlags::NONE) else {
         return false;
     };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = host.rsplit_once(':').map_or(host, |(h, _)| h);
-    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+    let host = uri.host().map(|h| h.to_ascii_lowercase()).unwrap_or_default();
+    match uri.scheme().as_str() {
+        "https" => !host.is_empty(),
+        "http" => uri.userinfo().is_none() && matches!(host.as_str(), "127.0.0.1" | "localhost" | "::1"),
+        _ => false,
+    }
 }
 
 /// Gets `url` into `sink`, at most `limit` bytes, telling `progress` (bytes
@@ -66,6 +67,15 @@ pub fn get(
             failed(e.message())
         }
     })?;
+    // libsoup follows redirects: where it ended up must pass too.
+    if let Some(end) = message.uri().map(|u| u.to_str().to_string()) {
+        if !allowed(&end) {
+            return Err(failed(&gettext_f(
+                "it was redirected to {url}, which is not https://",
+                &[("url", &end)],
+            )));
+        }
+    }
     let status = glib::translate::IntoGlib::into_glib(message.status());
     if !(200..300).contains(&status) {
         let reason = message.reason_phrase().map(|r| r.to_string()).unwrap_or_default();
@@ -124,6 +134,9 @@ mod tests {
         assert!(allowed("http://localhost/r.json"));
         assert!(!allowed("http://example.org/r.json"));
         assert!(!allowed("http://127.0.0.1.example.org/r.json"));
+        assert!(!allowed("http://127.0.0.1:80@evil.example/r.json"));
+        assert!(!allowed("http://localhost@evil.example/r.json"));
+        assert!(allowed("http://[::1]:8080/r.json"));
         assert!(!allowed("file:///etc/passwd"));
         assert!(!allowed("ftp://x/y"));
     }

@@ -55,6 +55,9 @@ pub struct State {
     loaded: Mutex<Option<Loaded>>,
     /// Installs under way, by registry id.
     installs: Mutex<HashMap<String, gio::Cancellable>>,
+    /// Held from reading the configuration to saving it, so that two
+    /// registry changes at once do not lose one another.
+    editing: tokio::sync::Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -85,8 +88,9 @@ pub struct Listed {
     pub method: Option<Method>,
     /// The configured agents installed from it (or running its command).
     pub configured: Vec<String>,
-    /// A configured agent has an older version.
-    pub update_available: bool,
+    /// The newer version, when a configured agent has an older one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub update_available: Option<String>,
     /// An install is under way.
     pub installing: bool,
 }
@@ -315,10 +319,11 @@ impl Core {
             .map(|a| Listed {
                 method: a.method(),
                 configured: configured_as(a, &defs),
-                update_available: defs.iter().any(|d| {
-                    d.registry.as_ref().is_some_and(|r| r.id == a.id)
-                        && update_of(d, &loaded.registry).is_some()
-                }),
+                update_available: defs
+                    .iter()
+                    .filter(|d| d.registry.as_ref().is_some_and(|r| r.id == a.id))
+                    .find_map(|d| update_of(d, &loaded.registry))
+                    .map(|u| u.available),
                 installing: installing.contains(&a.id),
                 agent: a.clone(),
             })
@@ -361,6 +366,7 @@ impl Core {
         let installed = self.registry_install(&agent).await?;
         let name = unique_name(&agent.id, &defs);
         let entry = installed.entry(&agent, vec![("name".to_owned(), json!(name))]);
+        let _editing = self.registry.editing.lock().await;
         let text = self.content().map_err(String::from)?;
         let saved = edit::append_agent(&text, &entry).and_then(|new| self.save_or_problems(&new));
         if let Err(e) = saved {
@@ -388,6 +394,7 @@ impl Core {
                 continue;
             };
             let installed = self.registry_install(agent).await?;
+            let _editing = self.registry.editing.lock().await;
             let text = self.content().map_err(String::from)?;
             let current = edit::agent_entry(&text, &def.name)
                 .unwrap_or_else(|| vec![("name".to_owned(), json!(def.name))]);
@@ -398,11 +405,7 @@ impl Core {
                 installed.undo();
                 return Err(e);
             }
-            // The old version's files: the running process keeps its own.
-            if def.registry.as_ref().is_some_and(|r| r.distribution == "binary") {
-                let old = super::agents_dir().join(&u.id).join(&u.installed);
-                let _ = tokio::task::spawn_blocking(move || std::fs::remove_dir_all(old)).await;
-            }
+            self.prune_versions(&u.id).await;
             updated.push(def.name.clone());
         }
         if let Some(id) = id {
@@ -434,6 +437,7 @@ impl Core {
     pub async fn registry_remove(&self, name: &str, delete_files: bool) -> Result<(), String> {
         let defs = self.applied_agents();
         let def = defs.iter().find(|d| d.name == name).cloned();
+        let _editing = self.registry.editing.lock().await;
         let text = self.content().map_err(String::from)?;
         let new = edit::remove_agent(&text, name)?;
         self.save_or_problems(&new)?;
@@ -466,6 +470,43 @@ impl Core {
             }
             None => false,
         }
+    }
+
+    /// Removes the version directories of `id` that no configured agent's
+    /// command is in. Not while an agent of `id` runs: after an update it
+    /// runs the old version until it restarts, and a later update or
+    /// Remove prunes it.
+    async fn prune_versions(&self, id: &str) {
+        use crate::core::supervisor::lifecycle::AgentState;
+        let defs = self.applied_agents();
+        let ours: Vec<&str> = defs
+            .iter()
+            .filter(|d| d.registry.as_ref().is_some_and(|r| r.id == id))
+            .map(|d| d.name.as_str())
+            .collect();
+        if self
+            .agent_list()
+            .iter()
+            .any(|a| ours.contains(&a.name.as_str()) && a.state != AgentState::Stopped)
+        {
+            return;
+        }
+        let in_use: Vec<PathBuf> = defs.iter().map(|d| PathBuf::from(&d.command)).collect();
+        let dir = super::agents_dir().join(id);
+        let _ = tokio::task::spawn_blocking(move || {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                return;
+            };
+            for e in entries.flatten() {
+                let path = e.path();
+                let hidden = e.file_name().to_string_lossy().starts_with('.');
+                if hidden || !path.is_dir() || in_use.iter().any(|c| c.starts_with(&path)) {
+                    continue;
+                }
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        })
+        .await;
     }
 
     /// Saves `text`, or answers its first problem.
@@ -552,10 +593,7 @@ impl Installed {
                 (None, None) => {}
             }
         }
-        let keep = |e: &edit::Entry, key: &str| e.iter().any(|(k, _)| k == key);
-        if !keep(&e, "title") {
-            set(&mut e, "title", Some(json!(agent.name)), false);
-        }
+        set(&mut e, "title", Some(json!(agent.name)), false);
         if let Some(icon) = &self.icon {
             set(&mut e, "icon", Some(json!(icon.display().to_string())), false);
         }
@@ -665,14 +703,51 @@ fn install_blocking(
     cancel: &gio::Cancellable,
     events: &events::EventSender,
 ) -> Result<Installed, String> {
-    let icon = save_icon(agent);
-    let (command, args, env, made) = match method {
+    let result = install_method(agent, method, cancel, events);
+    if result.is_err() {
+        // Removed only when empty: an installed version stays.
+        let _ = std::fs::remove_dir(super::agents_dir().join(&agent.id));
+    }
+    let (command, args, env, made) = result?;
+    Ok(Installed {
+        method,
+        command,
+        args,
+        env,
+        icon: save_icon(agent),
+        made,
+    })
+}
+
+/// The command, arguments, environment, and the version directory made.
+type HowToRun = (
+    String,
+    Vec<String>,
+    std::collections::BTreeMap<String, String>,
+    Option<PathBuf>,
+);
+
+fn install_method(
+    agent: &RegistryAgent,
+    method: Method,
+    cancel: &gio::Cancellable,
+    events: &events::EventSender,
+) -> Result<HowToRun, String> {
+    Ok(match method {
         Method::Npx | Method::Uvx => {
             let (program, package) = match method {
                 Method::Npx => ("npx", agent.distribution.npx.as_ref()),
                 _ => ("uvx", agent.distribution.uvx.as_ref()),
             };
             let package = package.ok_or_else(|| gettext("the registry entry has no package"))?;
+            // After `npx --yes` a word starting with "-" would be one of
+            // npx's own options (`-c` runs a shell command).
+            if package.package.starts_with('-') || package.package.trim().is_empty() {
+                return Err(gettext_f(
+                    "the registry entry's package {package} is not a package name",
+                    &[("package", &package.package)],
+                ));
+            }
             check_program(program)?;
             let mut args = Vec::new();
             if method == Method::Npx {
@@ -694,14 +769,6 @@ fn install_blocking(
                 made,
             )
         }
-    };
-    Ok(Installed {
-        method,
-        command,
-        args,
-        env,
-        icon,
-        made,
     })
 }
 

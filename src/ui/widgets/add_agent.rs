@@ -479,7 +479,7 @@ fn set_state(p: &RowParts, forced: Option<&str>) {
     let l = &p.listed;
     let state = forced.unwrap_or(if l.installing {
         "installing"
-    } else if l.update_available {
+    } else if l.update_available.is_some() {
         "update"
     } else if !l.configured.is_empty() {
         "added"
@@ -491,7 +491,10 @@ fn set_state(p: &RowParts, forced: Option<&str>) {
     p.stack.set_visible_child_name(state);
     let description = match state {
         "added" => gettext_f("Added as {names}", &[("names", &l.configured.join(", "))]),
-        "update" => gettext("An update is available"),
+        "update" => gettext_f(
+            "Version {version} is available",
+            &[("version", l.update_available.as_deref().unwrap_or_default())],
+        ),
         "unavailable" => gettext("Not for this computer"),
         _ => String::new(),
     };
