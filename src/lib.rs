@@ -29,7 +29,7 @@
 //!   - [`core::config`]: model, schema and validation with line and column,
 //!     the file (creating, saving atomically, recent files), watching, and
 //!     edits that keep the user's comments ([`core::config::edit`]: a
-//!     top-level key; an `agents` entry appended, replaced, removed).
+//!     top-level key; an `agents` entry appended, its members set, removed).
 //!   - [`core::registry`]: agents from the ACP registry: HTTPS through
 //!     libsoup 3 ([`core::registry::fetch`]), archives unpacked so nothing
 //!     lands outside their directory ([`core::registry::unpack`]), and

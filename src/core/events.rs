@@ -263,6 +263,6 @@ mod tests {
         let mut names = Event::NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 17, "distinct");
+        assert_eq!(names.len(), 19, "distinct");
     }
 }

@@ -134,6 +134,8 @@ pub struct Core {
     files: Arc<crate::core::files::FileIndexes>,
     /// The ACP registry read last, and installs under way.
     pub(crate) registry: Arc<crate::core::registry::service::State>,
+    /// Held by `edit_config` from reading the file to saving it.
+    config_edits: Arc<tokio::sync::Mutex<()>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -174,6 +176,7 @@ impl Core {
             sign_ins: Arc::default(),
             files: Arc::default(),
             registry: Arc::default(),
+            config_edits: Arc::default(),
         };
         core.supervisor.set_scope(&path.display().to_string());
         core.open_history(options.history.as_deref(), &path);
@@ -400,6 +403,31 @@ impl Core {
             }
             Err(store::SaveError::Invalid(problems)) => Ok(problems),
             Err(store::SaveError::Io { path, error }) => Err(ConfigError::Write { path, error }),
+        }
+    }
+
+    /// Reads the file, lets `change` edit its text, and saves the result
+    /// if it is valid (else answers its first problem and writes nothing).
+    /// One such change at a time (Preferences, Add Agent), so none is lost
+    /// to another made meanwhile.
+    pub async fn edit_config<T>(
+        &self,
+        change: impl FnOnce(&str) -> Result<(String, T), String>,
+    ) -> Result<T, String> {
+        let _one_at_a_time = self.config_edits.lock().await;
+        let text = self.content().map_err(String::from)?;
+        let (edited, out) = change(&text)?;
+        let problems = self.save(&edited).map_err(String::from)?;
+        match problems.into_iter().find(|p| !p.warning) {
+            Some(p) => Err(gettext_f(
+                "the configuration would not be valid ({line}:{column}: {message}); nothing was saved",
+                &[
+                    ("line", &p.line.to_string()),
+                    ("column", &p.column.to_string()),
+                    ("message", &p.message),
+                ],
+            )),
+            None => Ok(out),
         }
     }
 

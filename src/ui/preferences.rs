@@ -95,12 +95,8 @@ fn set(parent: &gtk::Window, core: &Core, key: &'static str, value: serde_json::
     let core = core.clone();
     runtime::call(
         async move {
-            let text = core.content()?;
-            let edited = crate::core::config::edit::set_top_level(&text, key, &value)?;
-            match core.save(&edited)? {
-                p if p.is_empty() => Ok(()),
-                p => Err(p.iter().map(|p| p.message.clone()).collect::<Vec<_>>().join("; ")),
-            }
+            core.edit_config(|text| Ok((crate::core::config::edit::set_top_level(text, key, &value)?, ())))
+                .await
         },
         glib::clone!(
             #[weak]

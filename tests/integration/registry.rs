@@ -154,10 +154,19 @@ fn a_binary_agent_is_added_run_updated_and_removed_keeping_every_comment() {
     let archive = good_archive();
     env.server
         .put("/demo-1.0.0.tar.gz", Route::Bytes(archive.clone()));
+    // Downloads redirect (release assets do): followed, relative or not.
+    env.server.put(
+        "/releases/demo-1.0.0.tar.gz",
+        Route::Redirect("/moved/demo-1.0.0.tar.gz".into()),
+    );
+    env.server.put(
+        "/moved/demo-1.0.0.tar.gz",
+        Route::Redirect(env.server.url("/demo-1.0.0.tar.gz")),
+    );
     env.registry(&[binary_entry(
         "demo-bin",
         "1.0.0",
-        &env.server.url("/demo-1.0.0.tar.gz"),
+        &env.server.url("/releases/demo-1.0.0.tar.gz"),
         Some(sha256(&archive)),
     )]);
 
@@ -221,6 +230,13 @@ fn a_binary_agent_is_added_run_updated_and_removed_keeping_every_comment() {
     assert_eq!(code, 1);
     assert!(err.contains("already added, as demo-bin"), "{err}");
     assert_eq!(std::fs::read_to_string(env.config()).expect("read"), text);
+
+    // The user's own touches to the entry: a comment and a variable.
+    let text = text.replace(
+        "      \"args\": [",
+        "      // my own note\n      \"env\": {\"MY_KEY\": \"k\"},\n      \"args\": [",
+    );
+    std::fs::write(env.config(), &text).expect("write");
 
     // A newer version: listed as an update; the update rewrites that entry only.
     let archive2 = good_archive();
@@ -411,6 +427,17 @@ fn hostile_archives_are_refused_and_leave_nothing() {
         &env.server.url("/good.tar.gz"),
         Some("0".repeat(64)),
     ));
+    // A redirect to plain HTTP elsewhere is not followed.
+    env.server.put(
+        "/out.tar.gz",
+        Route::Redirect("http://example.invalid/x.tar.gz".into()),
+    );
+    agents.push(binary_entry(
+        "redirect-out",
+        "1.0.0",
+        &env.server.url("/out.tar.gz"),
+        None,
+    ));
     // An npx "package" that is one of npx's own options (-c runs a shell).
     agents.push(json!({
         "id": "npx-option", "name": "x", "version": "1.0.0",
@@ -420,6 +447,7 @@ fn hostile_archives_are_refused_and_leave_nothing() {
     let mut cases: Vec<(&str, &str)> = cases.iter().map(|(id, _, _, why)| (*id, *why)).collect();
     cases.push(("bad-sum", "SHA-256"));
     cases.push(("npx-option", "is not a package name"));
+    cases.push(("redirect-out", "redirected to http://example.invalid/x.tar.gz"));
     for (id, why) in cases {
         let (code, out, err) = env.run(&["registry", "add", id]);
         assert_eq!(code, 1, "{id}: {out}\n{err}");

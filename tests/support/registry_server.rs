@@ -15,6 +15,8 @@ pub enum Route {
     Bytes(Vec<u8>),
     /// The bytes, 64 KiB at a time with a pause between: a long download.
     Slow(Vec<u8>),
+    /// `302 Found` to this address.
+    Redirect(String),
 }
 
 /// A loopback HTTP/1.1 server: one thread, `Connection: close`.
@@ -60,6 +62,9 @@ impl Server {
                                 b.len()
                             );
                             let _ = out.write_all(&b);
+                        }
+                        Some(Route::Redirect(to)) => {
+                            let _ = write!(out, "HTTP/1.1 302 Found\r\nLocation: {to}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
                         }
                         Some(Route::Slow(b)) => {
                             let _ = write!(

@@ -184,22 +184,89 @@ pub fn append_agent(text: &str, entry: &Entry) -> Result<String, String> {
     }
 }
 
-/// Replaces the `agents` entry named `name` with `entry`; nothing else changes.
-pub fn replace_agent(text: &str, name: &str, entry: &Entry) -> Result<String, String> {
+/// Sets members of the `agents` entry named `name`: a member it has gets
+/// the new value in place (the rest of its line, comments included, stays);
+/// one it lacks is added after its last member, in the style around it.
+/// Nothing else in the file changes.
+pub fn set_agent_members(text: &str, name: &str, members: &Entry) -> Result<String, String> {
     let obj = parse_object(text)?;
-    let Some((_, range)) = agents_array(&obj)?.and_then(|a| agent_range(a, name)) else {
+    let Some((index, _)) = agents_array(&obj)?.and_then(|a| agent_range(a, name)) else {
         return Err(crate::i18n::gettext_f(
             "there is no agent named {name}",
             &[("name", name)],
         ));
     };
-    let inner = indent_at(text, range.start).unwrap_or("    ");
-    Ok(format!(
-        "{}{}{}",
-        &text[..range.start],
-        render_entry(entry, inner),
-        &text[range.end..]
-    ))
+    let Some(ast::Value::Object(entry)) = agents_array(&obj)?.and_then(|a| a.elements.get(index)) else {
+        return Err(crate::i18n::gettext_f(
+            "there is no agent named {name}",
+            &[("name", name)],
+        ));
+    };
+    // Splices as (start, end, replacement), applied from the end.
+    let mut splices: Vec<(usize, usize, String)> = Vec::new();
+    let last = entry.properties.last();
+    let (inner, multiline) = match last {
+        Some(p) => match indent_at(text, p.range.start) {
+            Some(i) => (i.to_owned(), true),
+            None => (String::new(), false),
+        },
+        None => (String::new(), false),
+    };
+    let mut added = String::new();
+    for (key, value) in members {
+        match entry.properties.iter().find(|p| p.name.as_str() == key) {
+            Some(p) => {
+                let r = p.value.range();
+                if crate::core::config::validate::parse(&text[r.start..r.end])
+                    .ok()
+                    .as_ref()
+                    == Some(value)
+                {
+                    continue; // as it was: written as the user wrote it
+                }
+                let indent = indent_at(text, p.range.start).unwrap_or("");
+                let rendered = if multiline {
+                    render(value, indent)
+                } else {
+                    value.to_string()
+                };
+                splices.push((r.start, r.end, rendered));
+            }
+            None if multiline => {
+                added.push_str(&format!(
+                    ",\n{inner}{}: {}",
+                    serde_json::Value::from(key.as_str()),
+                    render(value, &inner)
+                ));
+            }
+            None => added.push_str(&format!(", {}: {value}", serde_json::Value::from(key.as_str()))),
+        }
+    }
+    if !added.is_empty() {
+        match last {
+            Some(p) => {
+                let end = p.value.range().end;
+                let next = skip_trivia(text, end);
+                if text.as_bytes().get(next) == Some(&b',') {
+                    // A trailing comma after the last member: the added ones go after it.
+                    let tail = added.trim_start_matches(',').to_owned();
+                    splices.push((next + 1, next + 1, format!("{tail},")));
+                } else {
+                    splices.push((end, end, added));
+                }
+            }
+            None => {
+                let at = entry.range.start + 1;
+                splices.push((at, at, added.trim_start_matches(',').to_owned() + " "));
+            }
+        }
+    }
+    splices.sort_by_key(|s| std::cmp::Reverse(s.0));
+    let mut out = text.to_owned();
+    for (start, end, with) in splices {
+        out.replace_range(start..end, &with);
+    }
+    Ok(out)
 }
 
 /// Removes the `agents` entry named `name` and its comma; its line goes
@@ -350,7 +417,7 @@ mod tests {
     }
 
     #[test]
-    fn removing_and_replacing_one_entry() {
+    fn removing_and_changing_one_entry() {
         let out = remove_agent(COMMENTED, "a").expect("remove");
         assert_eq!(names(&out), ["b"]);
         assert!(out.starts_with("/* Mine. Keep every byte. */\n{\n  // theme first\n  \"theme\": \"dark\" ,   /* odd spacing */\n  \"agents\": [\n /* between */ \n      // a comment line in the list\n      {\"name\": \"b\""), "{out}");
@@ -366,15 +433,53 @@ mod tests {
         assert!(remove_agent(COMMENTED, "nobody").is_err());
 
         let mut b = agent_entry(COMMENTED, "b").expect("entry b");
+        assert_eq!(b, pairs(&[("name", json!("b")), ("command", json!("y"))]));
         b[1].1 = json!("w");
-        let out = replace_agent(COMMENTED, "b", &b).expect("replace");
+        let out = set_agent_members(COMMENTED, "b", &b).expect("set");
         assert_eq!(names(&out), ["a", "b"]);
         assert_eq!(
             out,
             COMMENTED.replace(
                 "{\"name\": \"b\", \"command\": \"y\"}",
-                "{\n        \"name\": \"b\",\n        \"command\": \"w\"\n      }"
+                "{\"name\": \"b\", \"command\": \"w\"}"
             )
         );
+    }
+
+    #[test]
+    fn members_are_set_in_place_and_added_in_style() {
+        let text = "{\"agents\": [\n  {\n    \"name\": \"g\", // my work account\n    \"command\": \"old\", /* path */\n    \"cwd\": \"~/src\"\n  },\n  {\"name\": \"one\", \"command\": \"x\"}\n]}\n";
+        let out = set_agent_members(
+            text,
+            "g",
+            &pairs(&[("command", json!("new")), ("env", json!({"A": "1"}))]),
+        )
+        .expect("set");
+        assert_eq!(
+            out,
+            "{\"agents\": [\n  {\n    \"name\": \"g\", // my work account\n    \"command\": \"new\", /* path */\n    \"cwd\": \"~/src\",\n    \"env\": {\n      \"A\": \"1\"\n    }\n  },\n  {\"name\": \"one\", \"command\": \"x\"}\n]}\n"
+        );
+        let out = set_agent_members(
+            text,
+            "one",
+            &pairs(&[("command", json!("y")), ("args", json!(["a"]))]),
+        )
+        .expect("set");
+        assert!(
+            out.ends_with("  {\"name\": \"one\", \"command\": \"y\", \"args\": [\"a\"]}\n]}\n"),
+            "{out}"
+        );
+        // A trailing comma after the last member.
+        let out = set_agent_members(
+            "{\"agents\": [{\n  \"name\": \"t\",\n  \"command\": \"c\",\n}]}",
+            "t",
+            &pairs(&[("env", json!({}))]),
+        )
+        .expect("set");
+        assert_eq!(
+            out,
+            "{\"agents\": [{\n  \"name\": \"t\",\n  \"command\": \"c\",\n  \"env\": {},\n}]}"
+        );
+        assert!(set_agent_members(text, "nobody", &pairs(&[])).is_err());
     }
 }

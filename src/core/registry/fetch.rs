@@ -13,6 +13,8 @@ use crate::i18n::gettext_f;
 /// Seconds without progress before a download is given up.
 pub const TIMEOUT_SECS: u32 = 20;
 
+const MAX_REDIRECTS: usize = 8;
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FetchError {
     #[error("{0}")]
@@ -59,23 +61,45 @@ pub fn get(
     let session = soup::Session::new();
     session.set_timeout(TIMEOUT_SECS);
     session.set_user_agent(concat!("Parley/", env!("CARGO_PKG_VERSION"), " "));
-    let message = soup::Message::new("GET", url).map_err(|e| failed(&e.to_string()))?;
-    let stream = session.send(&message, Some(cancel)).map_err(|e| {
-        if cancel.is_cancelled() {
-            FetchError::Cancelled
-        } else {
-            failed(e.message())
+    // Redirects are followed here, not by libsoup, so that every hop is
+    // checked before it is asked (GitHub's downloads redirect once or twice).
+    let mut at = url.to_owned();
+    let (message, stream) = 'hops: {
+        for _ in 0..MAX_REDIRECTS {
+            let message = soup::Message::new("GET", &at).map_err(|e| failed(&e.to_string()))?;
+            message.set_flags(soup::MessageFlags::NO_REDIRECT);
+            let stream = session.send(&message, Some(cancel)).map_err(|e| {
+                if cancel.is_cancelled() {
+                    FetchError::Cancelled
+                } else {
+                    failed(e.message())
+                }
+            })?;
+            let status = glib::translate::IntoGlib::into_glib(message.status());
+            let location = message.response_headers().and_then(|h| h.one("Location"));
+            match location {
+                Some(next) if (300..400).contains(&status) => {
+                    let _ = stream.close(None::<&gio::Cancellable>);
+                    let base =
+                        glib::Uri::parse(&at, glib::UriFlags::NONE).map_err(|e| failed(e.message()))?;
+                    let next = base
+                        .parse_relative(&next, glib::UriFlags::NONE)
+                        .map_err(|e| failed(e.message()))?
+                        .to_str()
+                        .to_string();
+                    if !allowed(&next) {
+                        return Err(failed(&gettext_f(
+                            "it was redirected to {url}, which is not https://",
+                            &[("url", &next)],
+                        )));
+                    }
+                    at = next;
+                }
+                _ => break 'hops (message, stream),
+            }
         }
-    })?;
-    // libsoup follows redirects: where it ended up must pass too.
-    if let Some(end) = message.uri().map(|u| u.to_str().to_string()) {
-        if !allowed(&end) {
-            return Err(failed(&gettext_f(
-                "it was redirected to {url}, which is not https://",
-                &[("url", &end)],
-            )));
-        }
-    }
+        return Err(failed(&crate::i18n::gettext("too many redirects")));
+    };
     let status = glib::translate::IntoGlib::into_glib(message.status());
     if !(200..300).contains(&status) {
         let reason = message.reason_phrase().map(|r| r.to_string()).unwrap_or_default();

@@ -55,9 +55,6 @@ pub struct State {
     loaded: Mutex<Option<Loaded>>,
     /// Installs under way, by registry id.
     installs: Mutex<HashMap<String, gio::Cancellable>>,
-    /// Held from reading the configuration to saving it, so that two
-    /// registry changes at once do not lose one another.
-    editing: tokio::sync::Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -201,19 +198,17 @@ fn load_blocking(refresh: bool) -> Loaded {
     fallback
 }
 
+/// A package spec without its version: `@scope/name@1.2` → `@scope/name`.
+fn package_name(spec: &str) -> &str {
+    spec.rsplit_once('@')
+        .filter(|(n, _)| !n.is_empty())
+        .map_or(spec, |(n, _)| n)
+}
+
 /// The configured agents an entry stands for: installed from it, or
 /// running its command or package.
 fn configured_as(agent: &RegistryAgent, defs: &[crate::core::config::model::AgentDef]) -> Vec<String> {
-    let package = |p: &Option<super::Package>| {
-        p.as_ref().map(|p| {
-            let name = p
-                .package
-                .rsplit_once('@')
-                .filter(|(n, _)| !n.is_empty())
-                .map_or(p.package.as_str(), |(n, _)| n);
-            name.to_owned()
-        })
-    };
+    let package = |p: &Option<super::Package>| p.as_ref().map(|p| package_name(&p.package).to_owned());
     let packages: Vec<String> = [package(&agent.distribution.npx), package(&agent.distribution.uvx)]
         .into_iter()
         .flatten()
@@ -364,16 +359,19 @@ impl Core {
             ));
         }
         let installed = self.registry_install(&agent).await?;
-        let name = unique_name(&agent.id, &defs);
-        let entry = installed.entry(&agent, vec![("name".to_owned(), json!(name))]);
-        let _editing = self.registry.editing.lock().await;
-        let text = self.content().map_err(String::from)?;
-        let saved = edit::append_agent(&text, &entry).and_then(|new| self.save_or_problems(&new));
-        if let Err(e) = saved {
+        // The name is taken from the file as it is now: the download may
+        // have taken minutes.
+        let added = self
+            .edit_config(|text| {
+                let name = unique_name(&agent.id, &names_in(text));
+                let entry = installed.entry(&agent, vec![("name".to_owned(), json!(name))]);
+                Ok((edit::append_agent(text, &entry)?, name))
+            })
+            .await;
+        if added.is_err() {
             installed.undo();
-            return Err(e);
         }
-        Ok(name)
+        added
     }
 
     /// `RegistryService.Update(id?)`: every agent installed from the
@@ -394,13 +392,13 @@ impl Core {
                 continue;
             };
             let installed = self.registry_install(agent).await?;
-            let _editing = self.registry.editing.lock().await;
-            let text = self.content().map_err(String::from)?;
-            let current = edit::agent_entry(&text, &def.name)
-                .unwrap_or_else(|| vec![("name".to_owned(), json!(def.name))]);
-            let entry = installed.entry(agent, current);
-            let saved =
-                edit::replace_agent(&text, &def.name, &entry).and_then(|new| self.save_or_problems(&new));
+            let saved = self
+                .edit_config(|text| {
+                    let current = edit::agent_entry(text, &def.name).unwrap_or_default();
+                    let members = installed.update_members(agent, &current);
+                    Ok((edit::set_agent_members(text, &def.name, &members)?, ()))
+                })
+                .await;
             if let Err(e) = saved {
                 installed.undo();
                 return Err(e);
@@ -437,17 +435,17 @@ impl Core {
     pub async fn registry_remove(&self, name: &str, delete_files: bool) -> Result<(), String> {
         let defs = self.applied_agents();
         let def = defs.iter().find(|d| d.name == name).cloned();
-        let _editing = self.registry.editing.lock().await;
-        let text = self.content().map_err(String::from)?;
-        let new = edit::remove_agent(&text, name)?;
-        self.save_or_problems(&new)?;
+        self.edit_config(|text| Ok((edit::remove_agent(text, name)?, ())))
+            .await?;
         let Some(r) = def.and_then(|d| d.registry) else {
             return Ok(());
         };
         let shared = defs
             .iter()
             .any(|d| d.name != name && d.registry.as_ref().is_some_and(|o| o.id == r.id));
-        if delete_files && !shared {
+        // The id becomes a directory name: only a plain word (the schema
+        // says so too, but an id must never name `agents/` itself).
+        if delete_files && !shared && super::is_safe_id(&r.id) {
             let dir = super::agents_dir().join(&r.id);
             tokio::task::spawn_blocking(move || match std::fs::remove_dir_all(&dir) {
                 Ok(()) => Ok(()),
@@ -509,22 +507,6 @@ impl Core {
         .await;
     }
 
-    /// Saves `text`, or answers its first problem.
-    fn save_or_problems(&self, text: &str) -> Result<(), String> {
-        let problems = self.save(text).map_err(String::from)?;
-        match problems.into_iter().find(|p| !p.warning) {
-            Some(p) => Err(gettext_f(
-                "the configuration would not be valid ({line}:{column}: {message}); nothing was saved",
-                &[
-                    ("line", &p.line.to_string()),
-                    ("column", &p.column.to_string()),
-                    ("message", &p.message),
-                ],
-            )),
-            None => Ok(()),
-        }
-    }
-
     async fn registry_install(&self, agent: &RegistryAgent) -> Result<Installed, String> {
         let method = agent.method().ok_or_else(|| {
             gettext_f(
@@ -543,19 +525,54 @@ impl Core {
             }
             installs.insert(agent.id.clone(), cancel.clone());
         }
+        // A call given up (serve's input closed) cancels the install, which
+        // then removes what it made.
+        let _under_way = UnderWay {
+            state: self.registry.clone(),
+            id: agent.id.clone(),
+            cancel: cancel.clone(),
+        };
         let events = self.events();
         let a = agent.clone();
-        let result = tokio::task::spawn_blocking(move || install_blocking(&a, method, &cancel, &events))
+        tokio::task::spawn_blocking(move || install_blocking(&a, method, &cancel, &events))
             .await
-            .unwrap_or_else(|e| Err(e.to_string()));
-        lock(&self.registry.installs).remove(&agent.id);
-        result
+            .unwrap_or_else(|e| Err(e.to_string()))
     }
 }
 
+/// An install under way: taken out of `installs` when its call ends, and
+/// cancelled when the call is dropped before the install is over.
+struct UnderWay {
+    state: std::sync::Arc<State>,
+    id: String,
+    cancel: gio::Cancellable,
+}
+
+impl Drop for UnderWay {
+    fn drop(&mut self) {
+        lock(&self.state.installs).remove(&self.id);
+        // Cancelling an install that is over does nothing.
+        self.cancel.cancel();
+    }
+}
+
+/// The agents' names in a configuration's text.
+fn names_in(text: &str) -> Vec<String> {
+    crate::core::config::validate::parse(text)
+        .ok()
+        .and_then(|v| {
+            v.get("agents")?.as_array().map(|a| {
+                a.iter()
+                    .filter_map(|e| e.get("name")?.as_str().map(str::to_owned))
+                    .collect()
+            })
+        })
+        .unwrap_or_default()
+}
+
 /// `id`, or `id-2`, `id-3`… when taken.
-fn unique_name(id: &str, defs: &[crate::core::config::model::AgentDef]) -> String {
-    let taken = |n: &str| defs.iter().any(|d| d.name == n);
+fn unique_name(id: &str, names: &[String]) -> String {
+    let taken = |n: &str| names.iter().any(|x| x == n);
     if !taken(id) {
         return id.to_owned();
     }
@@ -620,6 +637,69 @@ impl Installed {
             true,
         );
         e
+    }
+
+    /// What Update sets in an entry (`current`, as the file has it): the
+    /// command and `registry`; the environment merged (the registry's
+    /// variables win, the user's others stay); the arguments as they are,
+    /// with the package's word replaced by the new version's (npx, uvx),
+    /// or the registry's when the entry has none. Title, description and
+    /// icon only where absent.
+    fn update_members(&self, agent: &RegistryAgent, current: &edit::Entry) -> edit::Entry {
+        let get = |key: &str| current.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let mut out: edit::Entry = vec![("command".to_owned(), json!(self.command))];
+        let package = match self.method {
+            Method::Npx => agent.distribution.npx.as_ref(),
+            Method::Uvx => agent.distribution.uvx.as_ref(),
+            Method::Binary => None,
+        };
+        let args = match (get("args"), package) {
+            (Some(Value::Array(mut args)), Some(p)) => {
+                let base = package_name(&p.package);
+                match args
+                    .iter()
+                    .position(|a| a.as_str().is_some_and(|a| package_name(a) == base))
+                {
+                    Some(i) => {
+                        args[i] = json!(p.package);
+                        Some(Value::Array(args))
+                    }
+                    None => (!self.args.is_empty()).then(|| json!(self.args)),
+                }
+            }
+            (Some(args @ Value::Array(_)), None) => Some(args),
+            _ => (!self.args.is_empty()).then(|| json!(self.args)),
+        };
+        if let Some(args) = args {
+            out.push(("args".to_owned(), args));
+        }
+        let mut env = match get("env") {
+            Some(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        for (k, v) in &self.env {
+            env.insert(k.clone(), json!(v));
+        }
+        if !env.is_empty() {
+            out.push(("env".to_owned(), Value::Object(env)));
+        }
+        out.push((
+            "registry".to_owned(),
+            json!({"id": agent.id, "version": agent.version, "distribution": self.method.name()}),
+        ));
+        for (key, value) in [
+            ("title", Some(json!(agent.name))),
+            (
+                "description",
+                (!agent.description.is_empty()).then(|| json!(agent.description)),
+            ),
+            ("icon", self.icon.as_ref().map(|i| json!(i.display().to_string()))),
+        ] {
+            if let (None, Some(v)) = (get(key), value) {
+                out.push((key.to_owned(), v));
+            }
+        }
+        out
     }
 
     fn undo(&self) {
@@ -1021,6 +1101,11 @@ mod tests {
         let u = update_of(&defs[0], &registry).expect("update");
         assert_eq!((u.installed.as_str(), u.available.as_str()), ("1.0.0", "1.1.0"));
         assert!(update_of(&defs[1], &registry).is_none());
-        assert_eq!(unique_name("mine", &defs), "mine-2");
+        let names: Vec<String> = defs.iter().map(|d| d.name.clone()).collect();
+        assert_eq!(unique_name("mine", &names), "mine-2");
+        assert_eq!(
+            names_in("{\"agents\": [{\"name\": \"a\"}, // c\n {\"name\": \"b\"}]}"),
+            ["a", "b"]
+        );
     }
 }

@@ -22,11 +22,16 @@ struct RowParts {
     row: adw::ActionRow,
     stack: gtk::Stack,
     progress: gtk::ProgressBar,
+    icon: gtk::Image,
 }
 
 struct Dialog {
     win: glib::WeakRef<ParleyWindow>,
-    window: adw::Window,
+    /// Weak: the window holds the dialog (its close-request handler), not
+    /// the other way round.
+    window: glib::WeakRef<adw::Window>,
+    /// The model's `registry-progress` handler, let go with the dialog.
+    progress_handler: RefCell<Option<(crate::ui::models::AppModel, glib::SignalHandlerId)>>,
     toasts: adw::ToastOverlay,
     source: gtk::Label,
     stack: gtk::Stack,
@@ -121,7 +126,8 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
 
     let dialog = Rc::new(Dialog {
         win: win.downgrade(),
-        window: window.clone(),
+        window: window.downgrade(),
+        progress_handler: RefCell::default(),
         toasts,
         source,
         stack,
@@ -151,19 +157,15 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
         dialog,
         move |id, phase, done, total| dialog.progress(id, phase, done, total)
     ));
-    let model = win.model().clone();
-    let progress = RefCell::new(Some(progress));
-    window.connect_destroy(move |_| {
-        if let Some(id) = progress.take() {
-            model.disconnect(id);
-        }
-    });
-    // Kept alive by the window's signal handlers until it goes.
+    dialog
+        .progress_handler
+        .replace(Some((win.model().clone(), progress)));
+    // The dialog lives as long as this handler, that is, as the window.
     window.connect_close_request(glib::clone!(
         #[strong]
         dialog,
         move |_| {
-            dialog.rows.borrow_mut().clear();
+            dialog.let_go_of_progress();
             glib::Propagation::Proceed
         }
     ));
@@ -184,9 +186,25 @@ fn age(fetched_at: u64) -> String {
     super::conversation_list::when(&humantime::format_rfc3339(then).to_string())
 }
 
+impl Drop for Dialog {
+    fn drop(&mut self) {
+        self.let_go_of_progress();
+    }
+}
+
 impl Dialog {
     fn win(&self) -> Option<ParleyWindow> {
         self.win.upgrade()
+    }
+
+    fn let_go_of_progress(&self) {
+        if let Some((model, id)) = self.progress_handler.take() {
+            model.disconnect(id);
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        self.window.upgrade().is_some_and(|w| w.is_visible())
     }
 
     fn load(self: &Rc<Self>, refresh: bool) {
@@ -195,16 +213,33 @@ impl Dialog {
         let core = win.core().clone();
         let this = self.clone();
         crate::ui::runtime::call(
-            async move {
-                let listing = core.registry_list(refresh).await;
-                let icons = core.registry_icons().await;
-                (listing, icons)
+            async move { core.registry_list(refresh).await },
+            move |listing: Listing| {
+                this.show_listing(listing);
+                this.load_icons();
             },
-            move |(listing, icons): (Listing, HashMap<String, PathBuf>)| this.show_listing(listing, &icons),
         );
     }
 
-    fn show_listing(self: &Rc<Self>, listing: Listing, icons: &HashMap<String, PathBuf>) {
+    /// The icons come after the list: those not cached yet are fetched.
+    fn load_icons(self: &Rc<Self>) {
+        let Some(win) = self.win() else { return };
+        let core = win.core().clone();
+        let this = self.clone();
+        crate::ui::runtime::call(
+            async move { core.registry_icons().await },
+            move |icons: HashMap<String, PathBuf>| {
+                for p in this.rows.borrow().iter() {
+                    if let Some(path) = icons.get(&p.listed.agent.id) {
+                        p.icon
+                            .set_from_gicon(&gio::FileIcon::new(&gio::File::for_path(path)));
+                    }
+                }
+            },
+        );
+    }
+
+    fn show_listing(self: &Rc<Self>, listing: Listing) {
         let when = age(listing.fetched_at);
         let text = match (listing.source, &listing.error) {
             (Source::Network, _) => gettext_f("The ACP registry, fetched {when}", &[("when", &when)]),
@@ -233,14 +268,16 @@ impl Dialog {
         let mut sorted = listing.agents;
         sorted.sort_by_key(|a| a.agent.name.to_lowercase());
         for listed in sorted {
-            let parts = self.row(listed, icons);
+            let parts = self.row(listed);
             self.list.append(&parts.row);
             rows.push(parts);
         }
         self.rows.replace(rows);
         self.filter();
         if listing.source != Source::Network && listing.error.is_some() {
-            crate::ui::a11y::announce(&self.window, &text, crate::ui::a11y::Priority::Medium);
+            if let Some(window) = self.window.upgrade() {
+                crate::ui::a11y::announce(&window, &text, crate::ui::a11y::Priority::Medium);
+            }
         }
     }
 
@@ -259,7 +296,7 @@ impl Dialog {
             .set_visible_child_name(if any { "list" } else { "empty" });
     }
 
-    fn row(self: &Rc<Self>, listed: Listed, icons: &HashMap<String, PathBuf>) -> RowParts {
+    fn row(self: &Rc<Self>, listed: Listed) -> RowParts {
         let a = &listed.agent;
         let mut details = vec![gettext_f("Version {version}", &[("version", &a.version)])];
         if !a.license.is_empty() {
@@ -280,10 +317,7 @@ impl Dialog {
             .build();
         // What the search looks in.
         row.set_widget_name(&format!("{} {} {}", a.name, a.id, a.description));
-        let icon = match icons.get(&a.id) {
-            Some(p) => gtk::Image::from_gicon(&gio::FileIcon::new(&gio::File::for_path(p))),
-            None => gtk::Image::from_icon_name("system-run-symbolic"),
-        };
+        let icon = gtk::Image::from_icon_name("system-run-symbolic");
         icon.set_icon_size(gtk::IconSize::Large);
         row.add_prefix(&icon);
         if a.repository.starts_with("https://") {
@@ -378,6 +412,7 @@ impl Dialog {
             row,
             stack,
             progress,
+            icon,
         };
         set_state(&parts, None);
         parts
@@ -408,7 +443,9 @@ impl Dialog {
         let toast = adw::Toast::new(&crate::ui::markdown::escape(text));
         toast.set_timeout(8);
         self.toasts.add_toast(toast);
-        crate::ui::a11y::announce(&self.window, text, crate::ui::a11y::Priority::Medium);
+        if let Some(window) = self.window.upgrade() {
+            crate::ui::a11y::announce(&window, text, crate::ui::a11y::Priority::Medium);
+        }
     }
 
     fn add(self: &Rc<Self>, id: &str) {
@@ -428,15 +465,17 @@ impl Dialog {
             async move { core.registry_add(&key).await },
             move |r: Result<String, String>| match r {
                 Ok(name) => {
-                    this.window.close();
+                    if let Some(window) = this.window.upgrade() {
+                        window.close();
+                    }
                     if let Some(win) = this.win() {
                         win.toast(&gettext_f("{agent} was added", &[("agent", &title)]));
                         win.open_added_agent(&name);
                     }
                 }
                 Err(e) => {
-                    this.parts(&id, |p| set_state(p, None));
-                    if this.window.is_visible() {
+                    this.parts(&id, |p| set_state(p, Some("add")));
+                    if this.is_open() {
                         this.toast(&e);
                     } else if let Some(win) = this.win() {
                         win.toast(&e);
@@ -465,7 +504,7 @@ impl Dialog {
                         .parts(&id, |p| p.stack.set_visible_child_name("added"))
                         .unwrap_or(()),
                     Err(e) => {
-                        this.parts(&id, |p| set_state(p, None));
+                        this.parts(&id, |p| set_state(p, Some("update")));
                         this.toast(&e);
                     }
                 };

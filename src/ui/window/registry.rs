@@ -130,5 +130,19 @@ impl ParleyWindow {
             }
         ));
         handler.replace(Some(id));
+        // An agent that never shows up (the file changed meanwhile) must
+        // not be opened much later by a new one of the same name.
+        glib::timeout_add_seconds_local_once(
+            10,
+            glib::clone!(
+                #[weak]
+                store,
+                move || {
+                    if let Some(id) = handler.borrow_mut().take() {
+                        store.disconnect(id);
+                    }
+                }
+            ),
+        );
     }
 }
