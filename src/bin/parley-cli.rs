@@ -490,6 +490,10 @@ async fn print_until_idle(core: Core, rx: EventReceiver, out: Out, agent: String
                     }
                 }
             }
+            // Nobody to fill in a form or open a link: declined.
+            Event::ElicitationRequested(e) if e.agent == agent => {
+                let _ = core.chat.answer_elicitation(&e.id, "decline", None);
+            }
             Event::TurnChanged(t) if t.agent == agent && !t.busy => return,
             _ => {}
         }
@@ -520,9 +524,24 @@ fn serve(args: &[String]) -> ExitCode {
         let out = Out::new();
         let events_out = out.clone();
         let events_rx = rx.clone();
+        let channels_core = core.clone();
         let printer = tokio::spawn(async move {
+            // Notification channels of kind command run here as in the window.
+            let mut watch = parley::core::channels::Watch::default();
+            let handle = tokio::runtime::Handle::current();
             while let Ok(e) = events_rx.recv().await {
                 print_event(&events_out, &e, events_rx.is_empty());
+                let titles = |agent: &str| {
+                    channels_core
+                        .agent_list()
+                        .into_iter()
+                        .find(|a| a.name == agent)
+                        .map(|a| a.title)
+                        .unwrap_or_else(|| agent.to_owned())
+                };
+                if let Some(notice) = watch.notice(&e, &titles) {
+                    parley::core::channels::run_commands(&channels_core.current().channels, &notice, &handle);
+                }
             }
         });
         let mut input = tokio::io::BufReader::new(tokio::io::stdin());

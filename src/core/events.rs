@@ -55,6 +55,9 @@ events! {
     HistoryStatus(HistoryStatus) = "history:status",
     RegistryProgress(crate::core::registry::service::Progress) = "registry:progress",
     RegistryChanged(crate::core::registry::service::Changed) = "registry:changed",
+    TurnStalled(TurnStalled) = "turn:stalled",
+    ElicitationRequested(ElicitationRequest) = "elicitation:requested",
+    ElicitationResolved(ElicitationResolved) = "elicitation:resolved",
 }
 
 impl Event {
@@ -77,6 +80,9 @@ impl Event {
             Event::SessionChanged(e) => Some(&e.agent),
             Event::ConversationSwitched(e) => Some(&e.agent),
             Event::ConversationsChanged(e) => Some(&e.agent),
+            Event::TurnStalled(e) => Some(&e.agent),
+            Event::ElicitationRequested(e) => Some(&e.agent),
+            Event::ElicitationResolved(e) => Some(&e.agent),
             Event::HistoryStatus(_) | Event::RegistryProgress(_) | Event::RegistryChanged(_) => None,
         }
     }
@@ -147,6 +153,51 @@ pub struct PermissionRequest {
 pub struct PermissionResolved {
     pub id: String,
     pub agent: String,
+}
+
+/// `turn:stalled`: the agent has sent nothing in its turn for
+/// `limits.turnSilenceWarning` (`stalled`), or has again (`!stalled`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnStalled {
+    pub agent: String,
+    pub stalled: bool,
+    /// Seconds without a word, when stalled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub silent_for: Option<u64>,
+}
+
+/// `elicitation:requested`: the agent asks the user for values (`form`,
+/// with the JSON schema of what it asks) or to visit a URL (`url`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ElicitationRequest {
+    pub id: String,
+    pub agent: String,
+    /// The agent message of the turn it came in, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    pub message: String,
+    /// `form` or `url`.
+    pub mode: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<serde_json::Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The agent's id of a URL elicitation (`elicitation/complete` names it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub elicitation_id: Option<String>,
+    /// When it came (RFC 3339).
+    pub since: String,
+}
+
+/// `elicitation:resolved`: answered (`accept`, `decline`, `cancel`), or
+/// `complete` (the agent said so).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ElicitationResolved {
+    pub id: String,
+    pub agent: String,
+    pub action: String,
 }
 
 /// A message left the conversation: the empty answer of a prompt that the
@@ -259,10 +310,10 @@ mod tests {
         });
         let wire = serde_json::to_value(&e).expect("json");
         assert_eq!(wire["event"], e.name());
-        assert_eq!(Event::NAMES.len(), 19);
+        assert_eq!(Event::NAMES.len(), 22);
         let mut names = Event::NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 19, "distinct");
+        assert_eq!(names.len(), 22, "distinct");
     }
 }

@@ -5,6 +5,7 @@
 pub mod acp;
 pub mod atomic;
 pub mod auth;
+pub mod channels;
 pub mod chat;
 pub mod config;
 pub mod events;

@@ -279,6 +279,8 @@ impl Core {
             st.applied = config.clone();
             drop(st);
             self.supervisor.set_global_mcp_servers(config.mcp_servers.clone());
+            self.chat.set_permission_rules(config.permissions.clone());
+            self.chat.set_turn_silence(config.limits.silence_warning());
             self.supervisor
                 .apply_config(&config.agents, config.limits.clone());
         } else {
@@ -352,6 +354,38 @@ impl Core {
                 .map(|u| u.available.clone());
         }
         list
+    }
+
+    /// `ChatService.Inbox`: what waits for the user, across agents: the
+    /// conversations' requests and unseen answers, then agents that need
+    /// a sign-in or are in `error`.
+    pub fn inbox(&self) -> Vec<crate::core::chat::InboxItem> {
+        use crate::core::chat::InboxItem;
+        use crate::core::supervisor::lifecycle::AgentState;
+        let mut items = self.chat.inbox_items();
+        for a in self.agent_list() {
+            if a.needs_sign_in {
+                items.push(InboxItem {
+                    kind: "sign-in",
+                    agent: a.name.clone(),
+                    id: None,
+                    message_id: None,
+                    text: gettext("sign-in needed"),
+                    since: None,
+                });
+            }
+            if a.state == AgentState::Error {
+                items.push(InboxItem {
+                    kind: "error",
+                    agent: a.name.clone(),
+                    id: None,
+                    message_id: None,
+                    text: a.error.clone().unwrap_or_default(),
+                    since: None,
+                });
+            }
+        }
+        items
     }
 
     /// The agents of the configuration that runs.
@@ -570,6 +604,18 @@ impl Core {
             "ChatService.Cancel" => Ok(self.chat.cancel(&s(0)?).map(|_| Value::Null)?),
             "ChatService.AnswerPermission" => {
                 Ok(self.chat.answer_permission(&s(0)?, &s(1)?).map(|_| Value::Null)?)
+            }
+            "ChatService.Inbox" => to(serde_json::to_value(self.inbox())),
+            "ChatService.MarkSeen" => {
+                self.chat.mark_seen(&s(0)?);
+                Ok(Value::Null)
+            }
+            "ChatService.AnswerElicitation" => {
+                let content = params.get(2).filter(|v| !v.is_null());
+                Ok(self
+                    .chat
+                    .answer_elicitation(&s(0)?, &s(1)?, content)
+                    .map(|_| Value::Null)?)
             }
             "ChatService.Conversation" => to(serde_json::to_value(self.chat.conversation(&s(0)?)?)),
             "ChatService.List" => {

@@ -88,6 +88,15 @@ Prompt keywords (the prompt's first word):
   wait                 stream slowly until session/cancel (stopReason cancelled)
   crash                stream a little, then exit with status 3 mid-turn
   permission [N]       ask for permission N times; each answer is shown
+  ask KIND PATH TITLE  ask for permission for a tool call of KIND (none: no
+                       kind) touching PATH (-: none); show the answer
+  silent SECONDS       say nothing for SECONDS, then answer
+  ignore-cancel        say nothing and never end the turn, even when
+                       cancelled (for a minute)
+  elicit-form          ask the client for a form (name, age, colour,
+                       subscribe) and show the answer
+  elicit-url           ask the client to visit a URL; on accept, tell it
+                       the elicitation is complete, then show the answer
   unknown-request      send Parley a request of an unknown method
   permission-elsewhere ask for permission in a session that is not this one
   tool ID TITLE        report a completed tool call with this id
@@ -639,6 +648,86 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
             tokio::time::sleep(Duration::from_millis(50)).await;
             eprintln!("demo: crashing mid-turn, as asked");
             std::process::exit(3);
+        }
+        "ask" => {
+            let kind = w.get(1).copied().unwrap_or("none");
+            let path = w.get(2).copied().unwrap_or("-");
+            let title = if w.len() > 3 {
+                w[3..].join(" ")
+            } else {
+                "A tool".to_owned()
+            };
+            let mut call = json!({"toolCallId": "ask-1", "title": title, "status": "pending"});
+            if kind != "none" {
+                call["kind"] = json!(kind);
+            }
+            if path != "-" {
+                call["locations"] = json!([{"path": path}]);
+            }
+            let answer = agent
+                .request(
+                    "session/request_permission",
+                    json!({"sessionId": sid, "toolCall": call, "options": [
+                        {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+                        {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+                        {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+                        {"optionId": "reject-always", "name": "Always reject", "kind": "reject_always"}
+                    ]}),
+                )
+                .await;
+            let outcome = &answer["outcome"];
+            let said = outcome["optionId"]
+                .as_str()
+                .or(outcome["outcome"].as_str())
+                .unwrap_or("no answer");
+            agent.chunk(&sid, "agent_message_chunk", &format!("permission answer: {said}"));
+            "end_turn".to_string()
+        }
+        "silent" => {
+            tokio::time::sleep(Duration::from_secs(num(1, 2))).await;
+            agent.chunk(&sid, "agent_message_chunk", "Back again.");
+            "end_turn".to_string()
+        }
+        "ignore-cancel" => {
+            eprintln!("demo: ignoring cancel for a minute");
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            "end_turn".to_string()
+        }
+        "elicit-form" => {
+            let answer = agent
+                .request(
+                    "elicitation/create",
+                    json!({"sessionId": sid, "mode": "form",
+                        "message": "Who are you? The demo agent needs a few details.",
+                        "requestedSchema": {"type": "object",
+                            "properties": {
+                                "name": {"type": "string", "title": "Name", "description": "What to call you", "minLength": 2, "maxLength": 40},
+                                "age": {"type": "integer", "title": "Age", "minimum": 0, "maximum": 150},
+                                "colour": {"type": "string", "title": "Favourite colour", "enum": ["red", "green", "blue"], "default": "green"},
+                                "subscribe": {"type": "boolean", "title": "Subscribe to news", "default": false}
+                            },
+                            "required": ["name"]}}),
+                )
+                .await;
+            agent.chunk(&sid, "agent_message_chunk", &format!("elicitation: {answer}"));
+            "end_turn".to_string()
+        }
+        "elicit-url" => {
+            let answer = agent
+                .request(
+                    "elicitation/create",
+                    json!({"sessionId": sid, "mode": "url", "elicitationId": "demo-e1",
+                        "url": "https://example.org/demo/authorize?client=parley&state=42",
+                        "message": "Authorize the demo agent in your browser."}),
+                )
+                .await;
+            if answer["action"] == "accept" {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                agent.send(&json!({"jsonrpc": "2.0", "method": "elicitation/complete",
+                    "params": {"elicitationId": "demo-e1"}}));
+            }
+            agent.chunk(&sid, "agent_message_chunk", &format!("elicitation: {answer}"));
+            "end_turn".to_string()
         }
         "permission" => {
             for i in 0..num(1, 1) {

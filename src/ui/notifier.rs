@@ -118,31 +118,24 @@ fn notify(
                 app.send_notification(Some(&format!("{agent}-{event}")), &n);
             }
             ChannelKind::Command => {
-                let Some(command) = channel.command.clone() else {
-                    continue;
+                let notice = crate::core::channels::Notice {
+                    event: match event {
+                        "turn-ended" => "turn-ended",
+                        "permission-requested" => "permission-requested",
+                        "elicitation-requested" => "elicitation-requested",
+                        _ => "agent-error",
+                    },
+                    agent: agent.to_owned(),
+                    title: title.to_owned(),
+                    body: body.to_owned(),
+                    permission: permission.cloned(),
+                    elicitation: None,
                 };
-                let args = channel.args.clone();
-                let payload =
-                    serde_json::json!({"event": event, "agent": agent, "title": title, "body": body,
-                    "permission": permission})
-                    .to_string();
-                runtime::runtime().spawn(async move {
-                    use tokio::io::AsyncWriteExt;
-                    let child = tokio::process::Command::new(&command)
-                        .args(&args)
-                        .stdin(std::process::Stdio::piped())
-                        .stdout(std::process::Stdio::null())
-                        .spawn();
-                    match child {
-                        Ok(mut child) => {
-                            if let Some(mut stdin) = child.stdin.take() {
-                                let _ = stdin.write_all(payload.as_bytes()).await;
-                            }
-                            let _ = child.wait().await;
-                        }
-                        Err(e) => tracing::warn!("notification channel {command}: {e}"),
-                    }
-                });
+                crate::core::channels::run_commands(
+                    std::slice::from_ref(channel),
+                    &notice,
+                    runtime::runtime().handle(),
+                );
             }
         }
     }

@@ -3,6 +3,7 @@
 //! and scripts drive them. One test binary, several modules.
 
 mod acp;
+mod attention;
 mod auth;
 mod chat;
 mod cli;

@@ -78,6 +78,12 @@ pub async fn initialize(conn: &Connection) -> Result<Initialized, CallError> {
                     .write_text_file(true))
                 .auth(auth)
                 .terminal(true)
+                // Forms and URLs the agent asks the user for.
+                .elicitation(
+                    acp::ElicitationCapabilities::new()
+                        .form(acp::ElicitationFormCapabilities::new())
+                        .url(acp::ElicitationUrlCapabilities::new()),
+                )
                 .session(
                     acp::ClientSessionCapabilities::new().config_options(
                         acp::SessionConfigOptionsCapabilities::new()

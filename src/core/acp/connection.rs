@@ -310,7 +310,13 @@ struct PendingGuard<'a> {
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        lock(&self.inner.pending).remove(&self.id);
+        // Still waiting: the caller gave the request up. The agent is told
+        // (`$/cancel_request`), and a late answer is ignored.
+        if lock(&self.inner.pending).remove(&self.id).is_some() && self.inner.closed.borrow().is_none() {
+            let msg =
+                json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": self.id}});
+            self.inner.send(msg.to_string());
+        }
     }
 }
 

@@ -91,6 +91,16 @@ async fn a_cancelled_request_is_forgotten_and_its_late_answer_ignored() {
         lock(&conn.inner.pending).is_empty(),
         "the cancelled request is forgotten"
     );
+    // The agent is told the request was given up.
+    let told = agent_lines
+        .next_line()
+        .await
+        .expect("read")
+        .expect("a notification");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&told).expect("json"),
+        json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 0}})
+    );
 
     // The late answer does not reach anyone; the next request gets its own.
     agent_writer

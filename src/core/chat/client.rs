@@ -33,6 +33,10 @@ impl ChatClient {
 impl AgentClient for ChatClient {
     fn notification(&self, agent: &str, method: &str, params: &RawValue) {
         let Some(chat) = self.chat() else { return };
+        if method == "elicitation/complete" {
+            chat.elicitation_complete(agent, params);
+            return;
+        }
         if method != "session/update" {
             chat.inner
                 .supervisor
@@ -62,6 +66,9 @@ impl AgentClient for ChatClient {
         match self.chat() {
             Some(chat) if method == "session/request_permission" => {
                 chat.permission_request(agent, params, responder)
+            }
+            Some(chat) if method == "elicitation/create" => {
+                chat.elicitation_request(agent, params, responder)
             }
             _ => responder.respond(Err(RpcError::remote(
                 crate::core::acp::connection::METHOD_NOT_FOUND,

@@ -43,6 +43,12 @@ pub enum MessageCode {
     /// (an MCP server's transport, a default value, additional
     /// directories): said in the message's text.
     SessionWarning,
+    /// A permission rule answered a request: which rule, and what (the
+    /// message's text; `rule` is its index in `permissions`).
+    PermissionRule,
+    /// The agent did not answer a Cancel in time: the turn was ended on
+    /// Parley's side (the agent may still be working).
+    TurnAbandoned,
 }
 
 impl Message {

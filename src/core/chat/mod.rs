@@ -6,8 +6,10 @@ mod attachments;
 mod client;
 pub mod controls;
 pub mod conversations;
+mod elicitation;
 pub mod message;
 mod permissions;
+pub mod rules;
 mod session;
 mod updates;
 
@@ -25,11 +27,12 @@ use std::sync::{Arc, Mutex};
 use agent_client_protocol_schema::v1 as acp;
 use serde::Serialize;
 use serde_json::value::RawValue;
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::core::acp::{calls, Responder, RpcError};
 use crate::core::events::{
-    self, Event, EventSender, MessageUpdated, PermissionRequest, PermissionResolved, TurnChanged,
+    self, ElicitationRequest, ElicitationResolved, Event, EventSender, MessageUpdated, PermissionRequest,
+    PermissionResolved, TurnChanged,
 };
 use crate::core::supervisor::{AgentClient, Supervisor};
 use crate::i18n::{gettext, gettext_f};
@@ -38,6 +41,28 @@ use message::{Command, Message, MessageCode, Part, PermissionOption, Role, ToolC
 struct PendingPermission {
     request: PermissionRequest,
     responder: Responder,
+    since: std::time::SystemTime,
+}
+
+/// `ChatService.Inbox`: one thing that waits for the user.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct InboxItem {
+    /// `permission`, `elicitation`, `answer` (a turn ended unseen),
+    /// `sign-in` or `error`.
+    pub kind: &'static str,
+    pub agent: String,
+    /// The permission's or elicitation's id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// The message it belongs to, where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
+    /// What it asks or says.
+    pub text: String,
+    /// Since when (RFC 3339), where known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub since: Option<String>,
 }
 
 #[derive(Default)]
@@ -76,6 +101,16 @@ struct Conv {
     /// Why the conversation cannot go on (its agent can neither resume nor
     /// load sessions); `Send` is refused.
     read_only: Option<String>,
+    /// Counts what the agent sent in the turn (updates, requests): the
+    /// silence watch compares it over time, so no clock is read per chunk.
+    activity: u64,
+    /// The turn is marked "not responding".
+    stalled: bool,
+    /// The turn's prompt gives up when notified (a Cancel not answered).
+    give_up: Option<Arc<tokio::sync::Notify>>,
+    elicitations: Vec<elicitation::PendingElicitation>,
+    /// The last turn's answer, until the user has seen it (`MarkSeen`).
+    unseen: Option<(String, std::time::SystemTime)>,
 }
 
 impl Conv {
@@ -111,6 +146,9 @@ pub enum ChatError {
     ReadOnly(String),
     /// The history could not be read or written.
     History(String),
+    NoSuchElicitation(String),
+    /// An elicitation's answer does not fit what was asked: why.
+    InvalidAnswer(String),
 }
 
 impl ChatError {
@@ -131,7 +169,8 @@ impl ChatError {
             ),
             ChatError::Refused(why) => gettext_f("the agent refused: {why}", &[("why", why)]),
             ChatError::Unavailable(why) | ChatError::ReadOnly(why) | ChatError::History(why) => why.clone(),
-            ChatError::Attachment(why) => why.clone(),
+            ChatError::Attachment(why) | ChatError::InvalidAnswer(why) => why.clone(),
+            ChatError::NoSuchElicitation(id) => gettext_f("no pending elicitation {id}", &[("id", id)]),
             ChatError::Busy => gettext("the agent is answering; cancel its turn first"),
             ChatError::NoSuchConversation(id) => gettext_f("no conversation {id}", &[("id", id)]),
             ChatError::TooManyAttachments => gettext_f(
@@ -186,6 +225,10 @@ struct ChatInner {
     /// Sessions left open in their agent's process by New or Open (agents
     /// without `session/close`): switching back takes them up again.
     live: Mutex<HashMap<String, Vec<conversations::LiveSession>>>,
+    /// The configuration's `permissions`, as applied.
+    rules: Mutex<Vec<crate::core::config::model::PermissionRule>>,
+    /// `limits.turnSilenceWarning` (`None`: never).
+    silence: Mutex<Option<std::time::Duration>>,
 }
 
 #[derive(Clone)]
@@ -196,6 +239,9 @@ pub struct Chat {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+/// How long the agent has to end its turn after a Cancel before Parley ends it.
+pub const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 
 enum TurnEnd {
     Stop(acp::StopReason),
@@ -217,6 +263,8 @@ impl Chat {
                 next_id: AtomicU64::new(1),
                 recorder: Mutex::default(),
                 live: Mutex::default(),
+                rules: Mutex::default(),
+                silence: Mutex::new(Some(std::time::Duration::from_secs(300))),
             }),
         };
         supervisor.set_client(Arc::new(ChatClient(Arc::downgrade(&chat.inner))));
@@ -341,6 +389,125 @@ impl Chat {
                     return;
                 }
             }
+        }
+    }
+
+    /// The configuration's `permissions`, applied with it.
+    pub fn set_permission_rules(&self, rules: Vec<crate::core::config::model::PermissionRule>) {
+        *lock(&self.inner.rules) = rules;
+    }
+
+    /// `MarkSeen(agent)`: the user has seen the agent's last answer.
+    pub fn mark_seen(&self, agent: &str) {
+        if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
+            c.unseen = None;
+        }
+    }
+
+    /// What waits for the user in the conversations: permission and
+    /// elicitation requests, and answers not seen yet; oldest first.
+    pub fn inbox_items(&self) -> Vec<InboxItem> {
+        let time = |t: std::time::SystemTime| humantime::format_rfc3339_millis(t).to_string();
+        let convs = lock(&self.inner.convs);
+        let mut items: Vec<InboxItem> = Vec::new();
+        for (agent, c) in convs.iter() {
+            for p in &c.permissions {
+                items.push(InboxItem {
+                    kind: "permission",
+                    agent: agent.clone(),
+                    id: Some(p.request.id.clone()),
+                    message_id: Some(p.request.message_id.clone()).filter(|m| !m.is_empty()),
+                    text: p.request.tool_call.title.clone(),
+                    since: Some(time(p.since)),
+                });
+            }
+            for e in &c.elicitations {
+                items.push(InboxItem {
+                    kind: "elicitation",
+                    agent: agent.clone(),
+                    id: Some(e.request.id.clone()),
+                    message_id: e.request.message_id.clone(),
+                    text: e.request.message.clone(),
+                    since: Some(e.request.since.clone()),
+                });
+            }
+            if let Some((id, when)) = &c.unseen {
+                if !c.busy {
+                    items.push(InboxItem {
+                        kind: "answer",
+                        agent: agent.clone(),
+                        id: None,
+                        message_id: Some(id.clone()),
+                        text: gettext("The answer is complete."),
+                        since: Some(time(*when)),
+                    });
+                }
+            }
+        }
+        items.sort_by(|a, b| a.since.cmp(&b.since));
+        items
+    }
+
+    /// `limits.turnSilenceWarning`, applied with the configuration.
+    pub fn set_turn_silence(&self, after: Option<std::time::Duration>) {
+        *lock(&self.inner.silence) = after;
+    }
+
+    /// Marks the turn "not responding" (`turn:stalled`) when the agent has
+    /// sent nothing for `limits.turnSilenceWarning`, while it waits on no
+    /// answer of the user's. Ends with the turn.
+    fn watch_silence(&self, agent: &str, turn: &Arc<tokio::sync::Notify>) {
+        let Some(warn) = *lock(&self.inner.silence) else {
+            return;
+        };
+        let this = self.clone();
+        let agent = agent.to_owned();
+        let turn = Arc::downgrade(turn);
+        let poll = (warn / 4).clamp(
+            std::time::Duration::from_millis(50),
+            std::time::Duration::from_secs(5),
+        );
+        tokio::spawn(async move {
+            let mut seen = None;
+            let mut since = std::time::Instant::now();
+            loop {
+                tokio::time::sleep(poll).await;
+                let Some(turn) = turn.upgrade() else { return };
+                let mut convs = lock(&this.inner.convs);
+                let Some(c) = convs.get_mut(&agent) else { return };
+                if !c.give_up.as_ref().is_some_and(|g| Arc::ptr_eq(g, &turn)) {
+                    return;
+                }
+                // Waiting on the user is not the agent's silence.
+                let waiting_on_user = !c.permissions.is_empty() || !c.elicitations.is_empty();
+                if seen != Some(c.activity) || waiting_on_user {
+                    seen = Some(c.activity);
+                    since = std::time::Instant::now();
+                    continue;
+                }
+                if !c.stalled && since.elapsed() >= warn {
+                    c.stalled = true;
+                    drop(convs);
+                    this.emit(Event::TurnStalled(events::TurnStalled {
+                        agent: agent.clone(),
+                        stalled: true,
+                        silent_for: Some(since.elapsed().as_secs()),
+                    }));
+                }
+            }
+        });
+    }
+
+    /// The agent said something: a turn marked "not responding" is not any more.
+    fn heard_from(&self, agent: &str, c: &mut Conv) {
+        c.activity = c.activity.wrapping_add(1);
+        if c.stalled {
+            c.stalled = false;
+            self.emit(Event::TurnStalled(events::TurnStalled {
+                agent: agent.to_owned(),
+                stalled: false,
+                silent_for: None,
+            }));
         }
     }
 
@@ -535,7 +702,41 @@ impl Chat {
         for (sid, update) in early {
             self.apply_update(agent, &sid, update);
         }
-        Some(match calls::prompt(conn, &session, blocks).await {
+        let give_up = Arc::new(tokio::sync::Notify::new());
+        if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
+            c.give_up = Some(give_up.clone());
+            c.activity = c.activity.wrapping_add(1);
+        }
+        self.watch_silence(agent, &give_up);
+        // Dropping the prompt's future (Cancel not answered in time) sends
+        // `$/cancel_request` for it.
+        let answer = tokio::select! {
+            r = calls::prompt(conn, &session, blocks) => Some(r),
+            _ = give_up.notified() => None,
+        };
+        if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
+            c.give_up = None;
+            if c.stalled {
+                c.stalled = false;
+                self.emit(Event::TurnStalled(events::TurnStalled {
+                    agent: agent.to_owned(),
+                    stalled: false,
+                    silent_for: None,
+                }));
+            }
+        }
+        let Some(answer) = answer else {
+            self.system_message(
+                agent,
+                MessageCode::TurnAbandoned,
+                Some(gettext_f(
+                    "The agent did not answer the cancel within {n} seconds, so the turn was ended here. The agent may still be working.",
+                    &[("n", &CANCEL_GRACE.as_secs().to_string())],
+                )),
+            );
+            return Some(TurnEnd::Stop(acp::StopReason::Cancelled));
+        };
+        Some(match answer {
             Ok(r) => {
                 self.signed_in_after_all(agent);
                 TurnEnd::Stop(r.stop_reason)
@@ -568,6 +769,7 @@ impl Chat {
     }
 
     fn finish_current(&self, agent: &str, end: TurnEnd) {
+        self.cancel_elicitations(agent);
         let mut convs = lock(&self.inner.convs);
         let Some(c) = convs.get_mut(agent) else { return };
         let Some(i) = c.current.take() else { return };
@@ -578,6 +780,7 @@ impl Chat {
         }
         m.done = true;
         let m = m.clone();
+        c.unseen = Some((m.id.clone(), std::time::SystemTime::now()));
         // Requests the agent left open end with the turn.
         let stale: Vec<PendingPermission> = c.permissions.drain(..).collect();
         drop(convs);
@@ -629,8 +832,28 @@ impl Chat {
                 }
             }
             self.emit_turn(agent, c);
+            // The agent has CANCEL_GRACE to end the turn; then Parley does.
+            if let Some(turn) = c.give_up.as_ref().map(Arc::downgrade) {
+                let this = self.clone();
+                let agent = agent.to_owned();
+                tokio::spawn(async move {
+                    tokio::time::sleep(CANCEL_GRACE).await;
+                    let Some(turn) = turn.upgrade() else { return };
+                    let still = lock(&this.inner.convs).get(&agent).is_some_and(|c| {
+                        c.cancelling && c.give_up.as_ref().is_some_and(|g| Arc::ptr_eq(g, &turn))
+                    });
+                    if still {
+                        this.inner.supervisor.log(
+                            &agent,
+                            "parley: the agent did not answer the cancel; the turn is ended".into(),
+                        );
+                        turn.notify_one();
+                    }
+                });
+            }
             (pending, dropped, c.session.clone())
         };
+        self.cancel_elicitations(agent);
         // session/cancel first: the agent then knows why its permission
         // requests come back "cancelled" (ACP's order).
         if let (Some((sid, generation)), Some((conn, g))) = (session, self.inner.supervisor.connection(agent))
@@ -762,6 +985,7 @@ impl Chat {
             }
             return;
         }
+        self.heard_from(agent, c);
         let mut next_id = || self.next_id("m");
         let mut emit = |e: Event| self.emit(e);
         if let Some(kind) = c.apply(agent, update, &mut next_id, &mut emit) {

@@ -73,6 +73,7 @@ impl Chat {
             responder.respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Cancelled)));
             return;
         }
+        self.heard_from(agent, c);
         let call = match find_tool(c, &req.tool_call.tool_call_id.to_string()) {
             Some(mut call) => {
                 call.merge(&req.tool_call);
@@ -88,25 +89,74 @@ impl Chat {
             .or_else(|| c.messages.iter().rev().find(|m| m.role == Role::Agent))
             .map(|m| m.id.clone())
             .unwrap_or_default();
+        let options: Vec<PermissionOption> = req
+            .options
+            .iter()
+            .map(|o| PermissionOption {
+                option_id: o.option_id.to_string(),
+                name: o.name.clone(),
+                kind: o.kind,
+            })
+            .collect();
+        // A rule answers at once, with the agent's own option.
+        let paths: Vec<String> = call
+            .locations
+            .iter()
+            .map(|l| l.path.clone())
+            .chain(call.diffs.iter().map(|d| d.path.clone()))
+            .collect();
+        let ruled = {
+            let rules = lock(&self.inner.rules);
+            rules::decide(
+                &rules,
+                &rules::Request {
+                    agent,
+                    kind: req.tool_call.fields.kind,
+                    title: &call.title,
+                    paths: &paths,
+                },
+                &options,
+            )
+            .and_then(|(i, option)| rules.get(i).map(|r| (i, option, r.clone())))
+        };
+        if let Some((index, option_id, rule)) = ruled {
+            let allowed = rule.decision == crate::core::config::model::Decision::Allow;
+            if !allowed {
+                c.rejections += 1;
+            }
+            drop(convs);
+            responder.respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Selected(
+                acp::SelectedPermissionOutcome::new(option_id),
+            ))));
+            let n = (index + 1).to_string();
+            let described = rules::describe(&rule);
+            let text = if allowed {
+                gettext_f(
+                    "Allowed by rule {n} ({rule}): {title}",
+                    &[("n", &n), ("rule", &described), ("title", &call.title)],
+                )
+            } else {
+                gettext_f(
+                    "Rejected by rule {n} ({rule}): {title}",
+                    &[("n", &n), ("rule", &described), ("title", &call.title)],
+                )
+            };
+            self.inner.supervisor.log(agent, format!("parley: {text}"));
+            self.system_message(agent, MessageCode::PermissionRule, Some(text));
+            return;
+        }
         let request = PermissionRequest {
             id: self.next_id("p"),
             agent: agent.to_owned(),
             message_id,
             tool_call: call,
-            options: req
-                .options
-                .iter()
-                .map(|o| PermissionOption {
-                    option_id: o.option_id.to_string(),
-                    name: o.name.clone(),
-                    kind: o.kind,
-                })
-                .collect(),
+            options,
             rejections: c.rejections,
         };
         c.permissions.push(PendingPermission {
             request: request.clone(),
             responder,
+            since: std::time::SystemTime::now(),
         });
         self.emit(Event::PermissionRequested(request));
     }

@@ -18,6 +18,35 @@ pub struct Config {
     /// MCP servers for every agent.
     pub mcp_servers: Vec<McpServerDef>,
     pub channels: Vec<Channel>,
+    /// Permission rules, in order: the first that matches answers.
+    pub permissions: Vec<PermissionRule>,
+}
+
+/// A rule of `permissions`: which requests it answers, and how.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PermissionRule {
+    /// Only these agents (by name); all when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents: Option<Vec<String>>,
+    /// The tool call's kind (`read`, `edit`, … `other`); any kind when
+    /// absent, but never a call with no kind unless this says `other`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// A glob the tool call's title must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// A glob every path the tool call touches must match (`~` expanded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    pub decision: Decision,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Allow,
+    Reject,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
@@ -35,6 +64,9 @@ pub struct Limits {
     pub max_running_agents: u32,
     pub stop_idle_agents_after: String,
     pub max_terminals_per_agent: u32,
+    /// A turn with no word from the agent for this long is marked "not
+    /// responding" (`"0"`: never).
+    pub turn_silence_warning: String,
 }
 
 impl Default for Limits {
@@ -43,6 +75,7 @@ impl Default for Limits {
             max_running_agents: 4,
             stop_idle_agents_after: "15m".into(),
             max_terminals_per_agent: 8,
+            turn_silence_warning: "5m".into(),
         }
     }
 }
@@ -51,6 +84,11 @@ impl Limits {
     /// `None` means never (`"0"`).
     pub fn idle_after(&self) -> Option<Duration> {
         parse_duration(&self.stop_idle_agents_after).filter(|d| !d.is_zero())
+    }
+
+    /// `None` means never (`"0"`).
+    pub fn silence_warning(&self) -> Option<Duration> {
+        parse_duration(&self.turn_silence_warning).filter(|d| !d.is_zero())
     }
 }
 

@@ -363,6 +363,28 @@ pub fn validate_knowing(text: &str, offered: DefaultsCheck<'_>) -> Validated {
         }
     }
 
+    // Permission rules' globs.
+    if let Some(rules) = value.get("permissions").and_then(Value::as_array) {
+        for (i, rule) in rules.iter().enumerate() {
+            for key in ["title", "path"] {
+                let Some(glob) = rule.get(key).and_then(Value::as_str) else {
+                    continue;
+                };
+                if let Err(e) = crate::core::chat::rules::compile(glob, key == "path") {
+                    push(
+                        &format!("/permissions/{i}/{key}"),
+                        false,
+                        gettext_f(
+                            "permissions[{index}].{key}: not a glob: {error}",
+                            &[("index", &i.to_string()), ("key", key), ("error", &e)],
+                        ),
+                        false,
+                    );
+                }
+            }
+        }
+    }
+
     // Warnings: unknown keys.
     for (object_ptr, key, _) in &conv.keys {
         if let Some(known) = known_keys(object_ptr) {
@@ -524,8 +546,17 @@ fn known_keys(pointer: &str) -> Option<&'static [&'static str]> {
             "agents",
             "mcpServers",
             "channels",
+            "permissions",
         ]),
-        ["limits"] => Some(&["maxRunningAgents", "stopIdleAgentsAfter", "maxTerminalsPerAgent"]),
+        ["limits"] => Some(&[
+            "maxRunningAgents",
+            "stopIdleAgentsAfter",
+            "maxTerminalsPerAgent",
+            "turnSilenceWarning",
+        ]),
+        ["permissions", i] if i.parse::<usize>().is_ok() => {
+            Some(&["agents", "kind", "title", "path", "decision"])
+        }
         ["agents", i] if i.parse::<usize>().is_ok() => Some(&[
             "name",
             "title",

@@ -156,13 +156,15 @@ impl Handler for AgentHandler {
         match method {
             "fs/read_text_file" | "fs/write_text_file" => self.fs_request(method, params, responder),
             m if m.starts_with("terminal/") => self.terminal_request(method, params, responder),
-            "session/request_permission" => match self.supervisor().and_then(|s| s.client()) {
-                Some(client) => client.request(&self.agent, method, params, responder),
-                None => responder.respond(Err(RpcError::remote(
-                    acp::connection::INTERNAL_ERROR,
-                    "no conversation to ask",
-                ))),
-            },
+            "session/request_permission" | "elicitation/create" => {
+                match self.supervisor().and_then(|s| s.client()) {
+                    Some(client) => client.request(&self.agent, method, params, responder),
+                    None => responder.respond(Err(RpcError::remote(
+                        acp::connection::INTERNAL_ERROR,
+                        "no conversation to ask",
+                    ))),
+                }
+            }
             other => {
                 self.log(format!("parley: answered an unknown method {other} with -32601"));
                 responder.respond(Err(RpcError::remote(

@@ -86,6 +86,16 @@ mod imp {
         pub can_logout: Cell<bool>,
         #[property(get)]
         pub has_saved_keys: Cell<bool>,
+        /// The turn has had no word from the agent for a while.
+        #[property(get)]
+        pub stalled: Cell<bool>,
+        /// A turn ended while the user looked elsewhere.
+        #[property(get)]
+        pub unseen: Cell<bool>,
+        /// How many elicitations wait (see `elicitations()`).
+        #[property(get)]
+        pub elicitation_count: Cell<u32>,
+        pub elicitations: RefCell<Vec<crate::core::events::ElicitationRequest>>,
         /// The whole of the last `auth:changed`.
         pub auth: RefCell<Option<AuthStatus>>,
         pub core: OnceCell<Core>,
@@ -129,6 +139,10 @@ mod imp {
                     Signal::builder("conversations-changed").build(),
                     Signal::builder("permission-requested")
                         .param_types([PermissionObject::static_type()])
+                        .build(),
+                    // An elicitation came; the argument is its id.
+                    Signal::builder("elicitation-requested")
+                        .param_types([String::static_type()])
                         .build(),
                 ]
             })
@@ -750,8 +764,70 @@ impl AgentObject {
         self.update_waiting();
     }
 
+    /// Takes `turn:stalled`.
+    pub fn set_stalled(&self, stalled: bool) {
+        if self.imp().stalled.replace(stalled) != stalled {
+            self.notify_stalled();
+        }
+    }
+
+    /// A turn's end was seen (`false`), or happened unseen (`true`).
+    pub fn set_unseen(&self, unseen: bool) {
+        if self.imp().unseen.replace(unseen) != unseen {
+            self.notify_unseen();
+        }
+    }
+
+    /// The elicitations waiting for the user, oldest first.
+    pub fn elicitations(&self) -> Vec<crate::core::events::ElicitationRequest> {
+        self.imp().elicitations.borrow().clone()
+    }
+
+    /// Takes `elicitation:requested`.
+    pub fn add_elicitation(&self, request: crate::core::events::ElicitationRequest) {
+        let id = request.id.clone();
+        self.imp().elicitations.borrow_mut().push(request);
+        self.elicitations_changed();
+        self.emit_by_name::<()>("elicitation-requested", &[&id]);
+    }
+
+    /// Takes `elicitation:resolved`.
+    pub fn remove_elicitation(&self, id: &str) {
+        self.imp().elicitations.borrow_mut().retain(|e| e.id != id);
+        self.elicitations_changed();
+    }
+
+    fn elicitations_changed(&self) {
+        let n = u32::try_from(self.imp().elicitations.borrow().len()).unwrap_or(u32::MAX);
+        if self.imp().elicitation_count.replace(n) != n {
+            self.notify_elicitation_count();
+        }
+        self.update_waiting();
+    }
+
+    /// Answers an elicitation: `accept` with the form's values, `decline`
+    /// or `cancel`. `done` gets the refusal's words, if refused.
+    pub fn answer_elicitation(
+        &self,
+        id: &str,
+        action: &str,
+        content: Option<serde_json::Value>,
+        done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        let core = self.core().clone();
+        let (id, action) = (id.to_owned(), action.to_owned());
+        runtime::call(
+            async move {
+                core.chat
+                    .answer_elicitation(&id, &action, content.as_ref())
+                    .map_err(String::from)
+            },
+            done,
+        );
+    }
+
     fn update_waiting(&self) {
-        let waiting = self.permissions().n_items() > 0;
+        let waiting = self.permissions().n_items() > 0 || !self.imp().elicitations.borrow().is_empty();
         if self.imp().waiting.replace(waiting) != waiting {
             self.notify_waiting();
         }

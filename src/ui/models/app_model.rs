@@ -363,6 +363,21 @@ impl AppModel {
                 }
                 // The sidebar's "update available" marks.
                 Event::RegistryChanged(_) => refresh_agents = true,
+                Event::TurnStalled(t) => {
+                    if let Some(a) = self.agent(&t.agent) {
+                        a.set_stalled(t.stalled);
+                    }
+                }
+                Event::ElicitationRequested(e) => {
+                    if let Some(a) = self.agent(&e.agent) {
+                        a.add_elicitation(e);
+                    }
+                }
+                Event::ElicitationResolved(e) => {
+                    if let Some(a) = self.agent(&e.agent) {
+                        a.remove_elicitation(&e.id);
+                    }
+                }
             }
         }
         for m in dirty {

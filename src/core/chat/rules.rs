@@ -1,0 +1,273 @@
+//! Permission rules (`permissions` in the configuration): which requests a
+//! rule answers, and with which of the agent's own options. Pure
+//! functions, tested here against every tool kind.
+//!
+//! - The first rule that matches answers; none: the user is asked.
+//! - A rule answers only with an option the agent offered, of the rule's
+//!   decision (allow once before allow always; reject once before reject
+//!   always), never with `cancelled`. A request with no such option is
+//!   left to the user.
+//! - A request whose tool call has no kind is answered only by a rule
+//!   that says `kind: "other"`.
+//! - A path glob must match every path the call touches; a call that
+//!   names no path does not match a rule with a path.
+
+use agent_client_protocol_schema::v1 as acp;
+use globset::{Glob, GlobBuilder, GlobMatcher};
+
+use crate::core::chat::message::PermissionOption;
+use crate::core::config::model::{Decision, PermissionRule};
+
+/// A glob as rules use it: for paths, `*` stays within a directory and
+/// `**` crosses them, and `~/` is the home directory.
+pub fn compile(glob: &str, path: bool) -> Result<GlobMatcher, String> {
+    if path {
+        let expanded = match glob.strip_prefix("~/") {
+            Some(rest) => format!("{}/{rest}", crate::core::config::model::home_dir().display()),
+            None if glob == "~" => crate::core::config::model::home_dir().display().to_string(),
+            None => glob.to_owned(),
+        };
+        GlobBuilder::new(&expanded)
+            .literal_separator(true)
+            .build()
+            .map(|g| g.compile_matcher())
+            .map_err(|e| e.kind().to_string())
+    } else {
+        Glob::new(glob)
+            .map(|g| g.compile_matcher())
+            .map_err(|e| e.kind().to_string())
+    }
+}
+
+/// The protocol's name of a tool kind, as rules write it.
+pub fn kind_name(kind: acp::ToolKind) -> &'static str {
+    match kind {
+        acp::ToolKind::Read => "read",
+        acp::ToolKind::Edit => "edit",
+        acp::ToolKind::Delete => "delete",
+        acp::ToolKind::Move => "move",
+        acp::ToolKind::Search => "search",
+        acp::ToolKind::Execute => "execute",
+        acp::ToolKind::Think => "think",
+        acp::ToolKind::Fetch => "fetch",
+        acp::ToolKind::SwitchMode => "switch_mode",
+        _ => "other",
+    }
+}
+
+/// What a request shows a rule.
+pub struct Request<'a> {
+    pub agent: &'a str,
+    /// As the request gave it: `None` when the tool call has no kind.
+    pub kind: Option<acp::ToolKind>,
+    pub title: &'a str,
+    pub paths: &'a [String],
+}
+
+fn matches(rule: &PermissionRule, r: &Request<'_>) -> bool {
+    if let Some(agents) = &rule.agents {
+        if !agents.iter().any(|a| a == r.agent) {
+            return false;
+        }
+    }
+    let kind_ok = match (rule.kind.as_deref(), r.kind) {
+        (None, None) => false,
+        (None, Some(_)) => true,
+        (Some(k), None) => k == "other",
+        (Some(k), Some(t)) => k == kind_name(t),
+    };
+    if !kind_ok {
+        return false;
+    }
+    if let Some(glob) = &rule.title {
+        if !compile(glob, false).is_ok_and(|m| m.is_match(r.title)) {
+            return false;
+        }
+    }
+    if let Some(glob) = &rule.path {
+        let Ok(m) = compile(glob, true) else { return false };
+        if r.paths.is_empty() || !r.paths.iter().all(|p| m.is_match(p)) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The first rule that matches, and the option it answers with: its index
+/// in `permissions` and the option's id. `None`: ask the user.
+pub fn decide(
+    rules: &[PermissionRule],
+    r: &Request<'_>,
+    options: &[PermissionOption],
+) -> Option<(usize, String)> {
+    let (index, rule) = rules.iter().enumerate().find(|(_, rule)| matches(rule, r))?;
+    use acp::PermissionOptionKind as K;
+    let order: [K; 2] = match rule.decision {
+        Decision::Allow => [K::AllowOnce, K::AllowAlways],
+        Decision::Reject => [K::RejectOnce, K::RejectAlways],
+    };
+    order
+        .iter()
+        .find_map(|k| options.iter().find(|o| o.kind == *k))
+        .map(|o| (index, o.option_id.clone()))
+}
+
+/// A rule in words, for the conversation's mark and Preferences:
+/// "allow edit · ~/src/parley/** · claude".
+pub fn describe(rule: &PermissionRule) -> String {
+    let mut parts = vec![format!(
+        "{} {}",
+        match rule.decision {
+            Decision::Allow => crate::i18n::gettext("allow"),
+            Decision::Reject => crate::i18n::gettext("reject"),
+        },
+        rule.kind
+            .clone()
+            .unwrap_or_else(|| crate::i18n::gettext("any kind"))
+    )];
+    if let Some(t) = &rule.title {
+        parts.push(format!("“{t}”"));
+    }
+    if let Some(p) = &rule.path {
+        parts.push(p.clone());
+    }
+    if let Some(a) = &rule.agents {
+        parts.push(a.join(", "));
+    }
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options() -> Vec<PermissionOption> {
+        [
+            ("a1", acp::PermissionOptionKind::AllowOnce),
+            ("a2", acp::PermissionOptionKind::AllowAlways),
+            ("r1", acp::PermissionOptionKind::RejectOnce),
+            ("r2", acp::PermissionOptionKind::RejectAlways),
+        ]
+        .into_iter()
+        .map(|(id, kind)| PermissionOption {
+            option_id: id.into(),
+            name: id.into(),
+            kind,
+        })
+        .collect()
+    }
+
+    fn rule(json: serde_json::Value) -> PermissionRule {
+        serde_json::from_value(json).expect("rule")
+    }
+
+    fn req<'a>(kind: Option<acp::ToolKind>, title: &'a str, paths: &'a [String]) -> Request<'a> {
+        Request {
+            agent: "claude",
+            kind,
+            title,
+            paths,
+        }
+    }
+
+    #[test]
+    fn every_kind_is_matched_by_its_name_and_by_a_rule_with_no_kind() {
+        use acp::ToolKind as T;
+        let kinds = [
+            T::Read,
+            T::Edit,
+            T::Delete,
+            T::Move,
+            T::Search,
+            T::Execute,
+            T::Think,
+            T::Fetch,
+            T::SwitchMode,
+            T::Other,
+        ];
+        for kind in kinds {
+            let name = kind_name(kind);
+            let own = [rule(serde_json::json!({"kind": name, "decision": "allow"}))];
+            assert_eq!(
+                decide(&own, &req(Some(kind), "t", &[]), &options()),
+                Some((0, "a1".into())),
+                "{name}"
+            );
+            for other in kinds.iter().filter(|k| **k != kind) {
+                assert_eq!(
+                    decide(&own, &req(Some(*other), "t", &[]), &options()),
+                    None,
+                    "{name} vs {other:?}"
+                );
+            }
+            let any = [rule(serde_json::json!({"decision": "reject"}))];
+            assert_eq!(
+                decide(&any, &req(Some(kind), "t", &[]), &options()),
+                Some((0, "r1".into()))
+            );
+        }
+    }
+
+    #[test]
+    fn a_call_with_no_kind_needs_a_rule_that_says_other() {
+        let any = [rule(serde_json::json!({"decision": "allow"}))];
+        assert_eq!(decide(&any, &req(None, "t", &[]), &options()), None);
+        let edit = [rule(serde_json::json!({"kind": "edit", "decision": "allow"}))];
+        assert_eq!(decide(&edit, &req(None, "t", &[]), &options()), None);
+        let other = [rule(serde_json::json!({"kind": "other", "decision": "allow"}))];
+        assert_eq!(
+            decide(&other, &req(None, "t", &[]), &options()),
+            Some((0, "a1".into()))
+        );
+    }
+
+    #[test]
+    fn globs_agents_order_and_options() {
+        let home = crate::core::config::model::home_dir().display().to_string();
+        let inside = vec![format!("{home}/src/parley/src/main.rs")];
+        let outside = vec![format!("{home}/src/parley/a.rs"), "/etc/passwd".to_owned()];
+        let rules = [
+            rule(serde_json::json!({"kind": "execute", "title": "Run cargo *", "decision": "allow"})),
+            rule(serde_json::json!({"agents": ["gemini"], "decision": "reject"})),
+            rule(serde_json::json!({"kind": "edit", "path": "~/src/parley/**", "decision": "allow"})),
+            rule(serde_json::json!({"kind": "edit", "path": "~/src/*", "decision": "reject"})),
+        ];
+        let exec = |title| decide(&rules, &req(Some(acp::ToolKind::Execute), title, &[]), &options());
+        assert_eq!(exec("Run cargo test"), Some((0, "a1".into())));
+        assert_eq!(exec("Run rm -rf /"), None, "a rule that must not match");
+        let edit =
+            |paths: &[String]| decide(&rules, &req(Some(acp::ToolKind::Edit), "Edit", paths), &options());
+        assert_eq!(edit(&inside), Some((2, "a1".into())));
+        assert_eq!(edit(&outside), None, "every path must match");
+        assert_eq!(edit(&[]), None, "no path: a path rule does not match");
+        // `*` stays within one directory.
+        assert_eq!(edit(&[format!("{home}/src/x.rs")]), Some((3, "r1".into())));
+        assert_eq!(edit(&[format!("{home}/src/deep/x.rs")]), None);
+        // Another agent: the gemini rule does not apply to claude, and does to gemini.
+        let g = Request {
+            agent: "gemini",
+            kind: Some(acp::ToolKind::Edit),
+            title: "Edit",
+            paths: &inside,
+        };
+        assert_eq!(decide(&rules, &g, &options()), Some((1, "r1".into())));
+        // Only an offered option, never cancelled: no reject option, no answer.
+        let allow_only: Vec<_> = options().into_iter().filter(|o| o.allows()).collect();
+        assert_eq!(decide(&rules, &g, &allow_only), None);
+        let always_only: Vec<_> = options().into_iter().filter(|o| o.option_id == "a2").collect();
+        assert_eq!(
+            decide(
+                &rules,
+                &req(Some(acp::ToolKind::Edit), "Edit", &inside),
+                &always_only
+            ),
+            Some((2, "a2".into()))
+        );
+    }
+
+    #[test]
+    fn bad_globs_are_told() {
+        assert!(compile("[a-", false).is_err());
+        assert!(compile("~/src/**", true).is_ok());
+    }
+}
