@@ -1447,6 +1447,176 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
     Ok(())
 }
 
+/// Three agents want the user at once: the inbox lists them, a form
+/// elicitation is filled in, a silent turn is marked "not responding",
+/// and an "always" answer saved as a rule answers the next request.
+fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
+    let demo = env!("CARGO_BIN_EXE_parley-demo-agent");
+    let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let agents: Vec<String> = [("alpha", "Alpha"), ("beta", "Beta"), ("gamma", "Gamma")]
+        .iter()
+        .map(|(name, title)| {
+            format!(
+                r#"{{"name": "{name}", "title": "{title} Agent", "icon": "face-smile-symbolic", "command": "{demo}", "cwd": "{}"}}"#,
+                cwd.path().display()
+            )
+        })
+        .collect();
+    let text = format!(
+        "// test\n{{\n  \"limits\": {{\"turnSilenceWarning\": \"1s\"}},\n  \"agents\": [{}],\n  \"channels\": []\n}}\n",
+        agents.join(", ")
+    );
+    let f = open_window(app, &text)?;
+    // `Send` from this thread, as the composer does from the runtime.
+    let _runtime = parley::ui::runtime::runtime().enter();
+    spin_until("three agents", Duration::from_secs(5), || {
+        f.win.model().agents().n_items() == 3
+    })?;
+    f.win.select_agent("alpha");
+    let edit = format!("ask edit {}/src/main.rs Edit src/main.rs", cwd.path().display());
+    f.core.chat.send("alpha", &edit).map_err(|e| e.to_string())?;
+    f.core
+        .chat
+        .send("beta", "elicit-form")
+        .map_err(|e| e.to_string())?;
+    f.core
+        .chat
+        .send("gamma", "echo all done")
+        .map_err(|e| e.to_string())?;
+    let waiting = |name: &str| {
+        f.win
+            .agent(name)
+            .map(|a| ParleyWindow::waiting_count(&a))
+            .unwrap_or(0)
+    };
+    spin_until("one thing waiting at each agent", Duration::from_secs(20), || {
+        waiting("alpha") == 1 && waiting("beta") == 1 && waiting("gamma") == 1
+    })?;
+    if f.win.elicitation_dialog().is_some() {
+        return Err("beta's form opened while alpha was shown".into());
+    }
+    save_png(&f.win.sidebar(), "40-sidebar-badges")?;
+    // Alt+Down goes to the next agent that waits.
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.next-waiting", None).map_err(|e| e.to_string())?;
+    spin_until("beta selected", Duration::from_secs(5), || {
+        f.win.selected_agent().as_deref() == Some("beta")
+    })?;
+    // Beta is shown: its waiting form opens.
+    spin_until("beta's form", Duration::from_secs(5), || {
+        f.win.elicitation_dialog().is_some()
+    })?;
+    let form = f.win.elicitation_dialog().ok_or("no form")?;
+    form.set_default_size(520, 620);
+    spin(Duration::from_millis(300));
+    save_png(&form, "41-elicitation-form")?;
+    // Submit without the required name: refused in the dialog.
+    let submit = buttons(form.upcast_ref())
+        .into_iter()
+        .find(|b| b.label().as_deref() == Some("_Submit"))
+        .ok_or("no Submit")?;
+    submit.emit_clicked();
+    spin_until("the problem shown", Duration::from_secs(5), || {
+        texts(form.upcast_ref())
+            .iter()
+            .any(|t| t.contains("Name is required"))
+    })?;
+    let entry = descendants::<adw::EntryRow>(form.upcast_ref())
+        .into_iter()
+        .next()
+        .ok_or("no entry row")?;
+    entry.set_text("Ada");
+    submit.emit_clicked();
+    spin_until("the form answered", Duration::from_secs(10), || {
+        f.win.agent("beta").is_some_and(|a| a.elicitation_count() == 0)
+            && f.win.elicitation_dialog().is_none()
+    })?;
+    drop(form);
+    spin_until("beta's answer", Duration::from_secs(10), || {
+        conversation_texts(&f)
+            .iter()
+            .any(|t| t.contains("\"name\":\"Ada\""))
+    })?;
+
+    // The inbox: alpha's permission and gamma's unseen answer.
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.inbox", None).map_err(|e| e.to_string())?;
+    let inbox = spin_find_window(app, "")?;
+    let rows = parley::ui::widgets::inbox::rows(&inbox);
+    if !rows
+        .iter()
+        .any(|(t, s)| t == "Alpha Agent" && s.contains("asks to run a tool: Edit src/main.rs"))
+        || !rows
+            .iter()
+            .any(|(t, s)| t == "Gamma Agent" && s.contains("answered while you were away"))
+    {
+        return Err(format!("inbox rows: {rows:?}"));
+    }
+    save_png(&inbox, "42-inbox")?;
+    let alpha_row = descendants::<adw::ActionRow>(inbox.upcast_ref())
+        .into_iter()
+        .find(|r| r.title() == "Alpha Agent")
+        .ok_or("no alpha row")?;
+    alpha_row.emit_by_name::<()>("activated", &[]);
+    spin_until("alpha and its banner", Duration::from_secs(5), || {
+        f.win.selected_agent().as_deref() == Some("alpha") && f.win.permission_banner().is_revealed()
+    })?;
+    drop(inbox);
+    // Always allow, then keep it as a rule (the toast's button's action).
+    let always = f
+        .win
+        .permission_banner()
+        .option_buttons()
+        .into_iter()
+        .find(|b| b.label().as_deref().is_some_and(|l| l.contains("Always allow")))
+        .ok_or("no Always allow")?;
+    always.emit_clicked();
+    let rule = serde_json::json!({"agents": ["alpha"], "kind": "edit", "path": format!("{}/src/**", cwd.path().display()), "decision": "allow"});
+    gtk::prelude::WidgetExt::activate_action(
+        &f.win,
+        "win.save-permission-rule",
+        Some(&rule.to_string().to_variant()),
+    )
+    .map_err(|e| e.to_string())?;
+    spin_until("the rule in use", Duration::from_secs(10), || {
+        f.core.current().permissions.len() == 1
+    })?;
+    let saved = std::fs::read_to_string(&f.core.current().path).map_err(|e| e.to_string())?;
+    if !saved.starts_with("// test\n") || !saved.contains("\"permissions\"") {
+        return Err(format!("the configuration: {saved}"));
+    }
+    // Restarted (the agent's own "always" is gone), the rule answers.
+    parley::ui::runtime::runtime()
+        .block_on(f.core.supervisor.restart("alpha"))
+        .map_err(|e| e.to_string())?;
+    f.core.chat.send("alpha", &edit).map_err(|e| e.to_string())?;
+    spin_until("answered by the rule", Duration::from_secs(20), || {
+        texts(f.win.upcast_ref())
+            .iter()
+            .any(|t| t.starts_with("Allowed by rule 1"))
+            && conversation_texts(&f)
+                .iter()
+                .any(|t| t.contains("permission answer: allow-once"))
+    })?;
+    spin(Duration::from_millis(300));
+    save_png(&f.win, "43-allowed-by-rule")?;
+
+    // Gamma: a silent turn is marked, with Cancel and Restart at hand.
+    f.win.select_agent("gamma");
+    f.core.chat.send("gamma", "silent 4").map_err(|e| e.to_string())?;
+    spin_until("not responding", Duration::from_secs(10), || {
+        texts(f.win.upcast_ref())
+            .iter()
+            .any(|t| t.contains("is not responding"))
+            && f.win.agent("gamma").is_some_and(|a| a.stalled())
+    })?;
+    spin(Duration::from_millis(400));
+    save_png(&f.win, "44-not-responding")?;
+    spin_until("gamma again", Duration::from_secs(10), || {
+        f.win.agent("gamma").is_some_and(|a| !a.stalled())
+    })?;
+    close(f);
+    Ok(())
+}
+
 #[path = "support/registry_server.rs"]
 mod registry_server;
 
@@ -2233,6 +2403,7 @@ fn main() {
         ),
         ("ui::german_from_the_configuration", german_from_the_configuration),
         ("ui::add_agent_from_the_registry", add_agent_from_the_registry),
+        ("ui::attention_inbox_and_rules", attention_inbox_and_rules),
         (
             "ui::command_channel_gets_the_event",
             command_channel_gets_the_event,

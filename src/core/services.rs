@@ -30,6 +30,8 @@ pub struct Current {
     pub theme: Theme,
     pub language: String,
     pub channels: Vec<Channel>,
+    /// The permission rules in use.
+    pub permissions: Vec<crate::core::config::model::PermissionRule>,
 }
 
 struct ConfigState {
@@ -407,6 +409,7 @@ impl Core {
             theme: st.applied.theme,
             language: st.applied.language.clone(),
             channels: st.applied.channels.clone(),
+            permissions: st.applied.permissions.clone(),
         }
     }
 

@@ -288,6 +288,34 @@ fn setup_actions(app: &adw::Application) {
             }
         },
     );
+    // A notification's Decline: the agent's elicitation answered as such.
+    add_action(
+        app,
+        "answer-elicitation",
+        Some(glib::VariantTy::new("(ss)").unwrap_or(glib::VariantTy::ANY)),
+        |app, p| {
+            if let (Some(w), Some((id, action))) = (window(app), p.and_then(|p| p.get::<(String, String)>()))
+            {
+                let core = w.core().clone();
+                runtime::call(
+                    async move {
+                        core.chat
+                            .answer_elicitation(&id, &action, None)
+                            .map_err(String::from)
+                    },
+                    glib::clone!(
+                        #[weak]
+                        w,
+                        move |r: Result<(), String>| {
+                            if let Err(e) = r {
+                                w.toast(&e);
+                            }
+                        }
+                    ),
+                );
+            }
+        },
+    );
     app.set_accels_for_action("app.quit", &["<Control>q"]);
     app.set_accels_for_action("app.open-config", &["<Control>o"]);
     app.set_accels_for_action("app.preferences", &["<Control>comma"]);
@@ -297,6 +325,9 @@ fn setup_actions(app: &adw::Application) {
     app.set_accels_for_action("win.new-conversation", &["<Control>n"]);
     app.set_accels_for_action("win.find", &["<Control>f"]);
     app.set_accels_for_action("win.search-conversations", &["<Control><Shift>f"]);
+    app.set_accels_for_action("win.inbox", &["<Control>i"]);
+    app.set_accels_for_action("win.next-waiting", &["<Alt>Down"]);
+    app.set_accels_for_action("win.previous-waiting", &["<Alt>Up"]);
 }
 
 /// Quits, unless a configuration editor has unsaved edits: then that editor

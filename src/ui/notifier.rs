@@ -58,6 +58,25 @@ fn listen(agent: &AgentObject, app: &glib::WeakRef<gtk::Application>, core: &Cor
         None
     });
     let (a, c) = (app.clone(), core.clone());
+    agent.connect_local("elicitation-requested", false, move |args| {
+        let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+        let id = args.get(1).and_then(|v| v.get::<String>().ok())?;
+        let request = agent.elicitations().into_iter().find(|e| e.id == id)?;
+        notify_with(
+            &a.upgrade()?,
+            &c,
+            Notice {
+                event: "elicitation-requested",
+                agent: &agent.name(),
+                title: &agent.title(),
+                body: &request.message,
+                permission: None,
+                elicitation: Some(&request),
+            },
+        );
+        None
+    });
+    let (a, c) = (app.clone(), core.clone());
     agent.connect_local("permission-requested", false, move |args| {
         let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
         let p = args.get(1).and_then(|v| v.get::<PermissionObject>().ok())?;
@@ -75,17 +94,49 @@ fn listen(agent: &AgentObject, app: &glib::WeakRef<gtk::Application>, core: &Cor
     });
 }
 
-/// Tells the configured notification channels about an event. Desktop
-/// notifications only while no window of Parley's is focused.
+struct Notice<'a> {
+    event: &'static str,
+    agent: &'a str,
+    title: &'a str,
+    body: &'a str,
+    permission: Option<&'a PermissionRequest>,
+    elicitation: Option<&'a crate::core::events::ElicitationRequest>,
+}
+
 fn notify(
     app: &gtk::Application,
     core: &Core,
-    event: &str,
+    event: &'static str,
     agent: &str,
     title: &str,
     body: &str,
     permission: Option<&PermissionRequest>,
 ) {
+    notify_with(
+        app,
+        core,
+        Notice {
+            event,
+            agent,
+            title,
+            body,
+            permission,
+            elicitation: None,
+        },
+    );
+}
+
+/// Tells the configured notification channels about an event. Desktop
+/// notifications only while no window of Parley's is focused.
+fn notify_with(app: &gtk::Application, core: &Core, notice: Notice<'_>) {
+    let Notice {
+        event,
+        agent,
+        title,
+        body,
+        permission,
+        elicitation,
+    } = notice;
     let current = core.current();
     for channel in &current.channels {
         if !channel.events.iter().any(|e| e == event) {
@@ -106,6 +157,13 @@ fn notify(
                 let n = gio::Notification::new(&crate::ui::markdown::visible(title));
                 n.set_body(Some(&crate::ui::markdown::visible(body)));
                 n.set_default_action_and_target_value("app.show-agent", Some(&agent.to_variant()));
+                if let Some(e) = elicitation {
+                    n.add_button_with_target_value(
+                        &crate::i18n::gettext("Decline"),
+                        "app.answer-elicitation",
+                        Some(&(e.id.clone(), "decline".to_owned()).to_variant()),
+                    );
+                }
                 if let Some(p) = permission {
                     for o in &p.options {
                         n.add_button_with_target_value(
@@ -119,17 +177,12 @@ fn notify(
             }
             ChannelKind::Command => {
                 let notice = crate::core::channels::Notice {
-                    event: match event {
-                        "turn-ended" => "turn-ended",
-                        "permission-requested" => "permission-requested",
-                        "elicitation-requested" => "elicitation-requested",
-                        _ => "agent-error",
-                    },
+                    event,
                     agent: agent.to_owned(),
                     title: title.to_owned(),
                     body: body.to_owned(),
                     permission: permission.cloned(),
-                    elicitation: None,
+                    elicitation: elicitation.cloned(),
                 };
                 crate::core::channels::run_commands(
                     std::slice::from_ref(channel),

@@ -59,6 +59,47 @@ pub fn show(parent: &gtk::Window, core: &Core) {
     page.add(&group);
     page.add(&lang_group);
     prefs.add(&page);
+    let rules_page = adw::PreferencesPage::builder()
+        .title(gettext("Permissions"))
+        .icon_name("dialog-question-symbolic")
+        .build();
+    let rules = adw::PreferencesGroup::builder()
+        .title(gettext("Permission Rules"))
+        .description(gettext(
+            "Rules answer an agent's permission requests without asking you, in order: the first that matches answers. \"Always allow\" or \"Always reject\" in a request offers to save one.",
+        ))
+        .build();
+    let edit_button = gtk::Button::builder()
+        .label(gettext("_Edit in the Configuration"))
+        .use_underline(true)
+        .valign(gtk::Align::Center)
+        .css_classes(["flat"])
+        .build();
+    edit_button.connect_clicked(glib::clone!(
+        #[weak]
+        parent,
+        #[weak]
+        prefs,
+        move |_| {
+            prefs.close();
+            let _ = parent.activate_action("win.edit-config", None);
+        }
+    ));
+    rules.set_header_suffix(Some(&edit_button));
+    rules_page.add(&rules);
+    prefs.add(&rules_page);
+    let rules = std::rc::Rc::new(Rules {
+        group: rules,
+        parent: parent.downgrade(),
+        core: core.clone(),
+        rows: Default::default(),
+    });
+    rules.fill();
+    // The list lives as long as the window.
+    prefs.connect_close_request(move |_| {
+        let _ = &rules;
+        glib::Propagation::Proceed
+    });
 
     theme_row.connect_selected_notify(glib::clone!(
         #[weak]
@@ -89,6 +130,98 @@ pub fn show(parent: &gtk::Window, core: &Core) {
         )
     ));
     prefs.present();
+}
+
+/// The Permissions page's list: a row per rule with what it says, its
+/// decision (changed in place) and a button that removes it; filled again
+/// after each change.
+struct Rules {
+    group: adw::PreferencesGroup,
+    parent: glib::WeakRef<gtk::Window>,
+    core: Core,
+    rows: std::cell::RefCell<Vec<gtk::Widget>>,
+}
+
+impl Rules {
+    fn fill(self: &std::rc::Rc<Self>) {
+        for row in self.rows.take() {
+            self.group.remove(&row);
+        }
+        let rules = self.core.current().permissions;
+        let mut rows = Vec::new();
+        if rules.is_empty() {
+            let row = adw::ActionRow::builder()
+                .title(gettext("No rules: every request asks you"))
+                .build();
+            self.group.add(&row);
+            rows.push(row.upcast());
+        }
+        for (i, rule) in rules.iter().enumerate() {
+            let n = (i + 1).to_string();
+            let row = adw::ActionRow::builder()
+                .title(glib::markup_escape_text(&crate::core::chat::rules::describe(
+                    rule,
+                )))
+                .subtitle(crate::i18n::gettext_f("Rule {n}", &[("n", &n)]))
+                .build();
+            let decision = gtk::DropDown::from_strings(&[&gettext("Allow"), &gettext("Reject")]);
+            decision.set_valign(gtk::Align::Center);
+            decision.set_selected(u32::from(
+                rule.decision == crate::core::config::model::Decision::Reject,
+            ));
+            crate::ui::a11y::set_label(
+                &decision,
+                &crate::i18n::gettext_f("Decision of rule {n}", &[("n", &n)]),
+            );
+            let remove = gtk::Button::builder()
+                .icon_name("user-trash-symbolic")
+                .valign(gtk::Align::Center)
+                .tooltip_text(gettext("Remove Rule"))
+                .css_classes(["flat", "circular"])
+                .build();
+            crate::ui::a11y::set_label(&remove, &crate::i18n::gettext_f("Remove rule {n}", &[("n", &n)]));
+            row.add_suffix(&decision);
+            row.add_suffix(&remove);
+            let this = std::rc::Rc::downgrade(self);
+            decision.connect_selected_notify(move |d| {
+                let value = if d.selected() == 1 { "reject" } else { "allow" };
+                if let Some(this) = this.upgrade() {
+                    this.edit(move |text| {
+                        crate::core::config::edit::set_members_at(
+                            text,
+                            "permissions",
+                            i,
+                            &vec![("decision".to_owned(), serde_json::json!(value))],
+                        )
+                    });
+                }
+            });
+            let this = std::rc::Rc::downgrade(self);
+            remove.connect_clicked(move |_| {
+                if let Some(this) = this.upgrade() {
+                    this.edit(move |text| crate::core::config::edit::remove_at(text, "permissions", i));
+                }
+            });
+            self.group.add(&row);
+            rows.push(row.upcast());
+        }
+        self.rows.replace(rows);
+    }
+
+    fn edit(self: &std::rc::Rc<Self>, change: impl FnOnce(&str) -> Result<String, String> + Send + 'static) {
+        let core = self.core.clone();
+        let this = std::rc::Rc::downgrade(self);
+        runtime::call(
+            async move { core.edit_config(|text| Ok((change(text)?, ()))).await },
+            move |r: Result<(), String>| {
+                let Some(this) = this.upgrade() else { return };
+                if let (Err(e), Some(parent)) = (r, this.parent.upgrade()) {
+                    let _ = parent.activate_action("win.toast", Some(&e.to_variant()));
+                }
+                this.fill();
+            },
+        );
+    }
 }
 
 fn set(parent: &gtk::Window, core: &Core, key: &'static str, value: serde_json::Value) {

@@ -15,6 +15,7 @@ mod updates;
 
 pub use attachments::{check_file, AttachmentInput, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES};
 pub use conversations::Conversations;
+pub use elicitation::check_content as check_form;
 
 use client::ChatClient;
 use permissions::permission_outcome;

@@ -108,13 +108,30 @@ pub fn agent_entry(text: &str, name: &str) -> Option<Entry> {
 }
 
 fn agents_array<'a>(parsed: &'a jsonc_parser::ast::Object<'a>) -> Result<Option<&'a ast::Array<'a>>, String> {
-    match parsed.properties.iter().find(|p| p.name.as_str() == "agents") {
+    top_level_array(parsed, "agents")
+}
+
+fn top_level_array<'a>(
+    parsed: &'a jsonc_parser::ast::Object<'a>,
+    key: &str,
+) -> Result<Option<&'a ast::Array<'a>>, String> {
+    match parsed.properties.iter().find(|p| p.name.as_str() == key) {
         None => Ok(None),
         Some(p) => match &p.value {
             ast::Value::Array(a) => Ok(Some(a)),
-            _ => Err(crate::i18n::gettext("\"agents\" is not a list")),
+            _ => Err(crate::i18n::gettext_f("\"{key}\" is not a list", &[("key", key)])),
         },
     }
+}
+
+/// Appends `value` (an object) to the top-level list `key` (`permissions`),
+/// as `append_agent` does to `agents`.
+pub fn append_item(text: &str, key: &str, value: &serde_json::Value) -> Result<String, String> {
+    let entry: Entry = value
+        .as_object()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    append_to(text, key, &entry)
 }
 
 fn parse_object(text: &str) -> Result<jsonc_parser::ast::Object<'_>, String> {
@@ -144,10 +161,14 @@ fn agent_range(agents: &ast::Array<'_>, name: &str) -> Option<(usize, jsonc_pars
 /// around it (indentation, a trailing comma); the rest of the text, comments
 /// included, is kept byte for byte.
 pub fn append_agent(text: &str, entry: &Entry) -> Result<String, String> {
+    append_to(text, "agents", entry)
+}
+
+fn append_to(text: &str, key: &str, entry: &Entry) -> Result<String, String> {
     let obj = parse_object(text)?;
-    let Some(agents) = agents_array(&obj)? else {
+    let Some(agents) = top_level_array(&obj, key)? else {
         let object = serde_json::Value::Object(entry.iter().cloned().collect());
-        return set_top_level(text, "agents", &serde_json::Value::Array(vec![object]));
+        return set_top_level(text, key, &serde_json::Value::Array(vec![object]));
     };
     // The indentation of the line that holds `"agents": [`.
     let line_start = text[..agents.range.start].rfind('\n').map_or(0, |n| n + 1);
@@ -196,10 +217,18 @@ pub fn set_agent_members(text: &str, name: &str, members: &Entry) -> Result<Stri
             &[("name", name)],
         ));
     };
-    let Some(ast::Value::Object(entry)) = agents_array(&obj)?.and_then(|a| a.elements.get(index)) else {
+    set_members_at(text, "agents", index, members)
+}
+
+/// Sets members of item `index` of the top-level list `key`, as
+/// [`set_agent_members`] does.
+pub fn set_members_at(text: &str, key: &str, index: usize, members: &Entry) -> Result<String, String> {
+    let obj = parse_object(text)?;
+    let Some(ast::Value::Object(entry)) = top_level_array(&obj, key)?.and_then(|a| a.elements.get(index))
+    else {
         return Err(crate::i18n::gettext_f(
-            "there is no agent named {name}",
-            &[("name", name)],
+            "{key} has no item {index}",
+            &[("key", key), ("index", &index.to_string())],
         ));
     };
     // Splices as (start, end, replacement), applied from the end.
@@ -273,11 +302,23 @@ pub fn set_agent_members(text: &str, name: &str, members: &Entry) -> Result<Stri
 /// when it held nothing else. Comments elsewhere stay byte for byte.
 pub fn remove_agent(text: &str, name: &str) -> Result<String, String> {
     let obj = parse_object(text)?;
-    let agents = agents_array(&obj)?;
-    let Some((index, range)) = agents.and_then(|a| agent_range(a, name)) else {
+    let Some((index, _)) = agents_array(&obj)?.and_then(|a| agent_range(a, name)) else {
         return Err(crate::i18n::gettext_f(
             "there is no agent named {name}",
             &[("name", name)],
+        ));
+    };
+    remove_at(text, "agents", index)
+}
+
+/// Removes item `index` of the top-level list `key`, as [`remove_agent`] does.
+pub fn remove_at(text: &str, key: &str, index: usize) -> Result<String, String> {
+    let obj = parse_object(text)?;
+    let agents = top_level_array(&obj, key)?;
+    let Some(range) = agents.and_then(|a| a.elements.get(index)).map(|v| v.range()) else {
+        return Err(crate::i18n::gettext_f(
+            "{key} has no item {index}",
+            &[("key", key), ("index", &index.to_string())],
         ));
     };
     let b = text.as_bytes();

@@ -25,6 +25,8 @@ mod imp {
         #[template_child]
         pub update: TemplateChild<gtk::Image>,
         #[template_child]
+        pub waiting_count: TemplateChild<gtk::Label>,
+        #[template_child]
         pub attention: TemplateChild<gtk::Image>,
         #[template_child]
         pub start_button: TemplateChild<gtk::Button>,
@@ -184,15 +186,25 @@ impl AgentRow {
             &*imp.menu_button,
             &crate::i18n::gettext_f("More for {agent}", &[("agent", &title)]),
         );
+        let waiting = crate::ui::window::ParleyWindow::waiting_count(agent);
+        imp.waiting_count.set_label(&waiting.to_string());
+        imp.waiting_count.set_visible(waiting > 0);
         let update = agent.update_available();
         imp.update.set_visible(!update.is_empty());
         let update_text = crate::i18n::gettext_f("Version {version} is available", &[("version", &update)]);
         imp.update.set_tooltip_text(Some(&update_text));
-        let name = if update.is_empty() {
-            format!("{title}, {shown}")
-        } else {
-            format!("{title}, {shown}, {update_text}")
-        };
+        let mut name = format!("{title}, {shown}");
+        if waiting > 0 {
+            name.push_str(", ");
+            name.push_str(&crate::i18n::fill(
+                &crate::i18n::ngettext("{n} waits for you", "{n} wait for you", waiting),
+                &[("n", &waiting.to_string())],
+            ));
+        }
+        if !update.is_empty() {
+            name.push_str(", ");
+            name.push_str(&update_text);
+        }
         crate::ui::a11y::set_label(self, &name);
         // The list item around the row is what the arrow keys focus.
         if let Some(item) = self.parent() {

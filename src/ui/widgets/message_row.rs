@@ -27,6 +27,8 @@ mod imp {
         pub parts: TemplateChild<gtk::Box>,
         #[template_child]
         pub footer: TemplateChild<gtk::Label>,
+        #[template_child]
+        pub rules_button: TemplateChild<gtk::Button>,
         pub bound: RefCell<Option<(RowObject, glib::SignalHandlerId)>>,
         pub agent_title: RefCell<String>,
         /// Whether the row's text is laid out, or only stands in for it at
@@ -326,6 +328,9 @@ impl MessageRow {
                 String::new()
             };
             imp.footer.set_visible(!footer.is_empty());
+            imp.rules_button.set_visible(
+                stamp.last && msg.code == Some(crate::core::chat::message::MessageCode::PermissionRule),
+            );
             // It may quote the agent's error.
             imp.footer.set_label(&visible(&footer));
             // The list item around the row is what a screen reader lands
@@ -460,6 +465,10 @@ fn footer_text(m: &Message) -> String {
         Some(MessageCode::AgentRestarted) => return gettext(
             "The agent was restarted in a new session: it has forgotten the beginning of this conversation.",
         ),
+        // The message says what happened (a rule's answer, a turn ended here).
+        Some(MessageCode::PermissionRule | MessageCode::TurnAbandoned) => {
+            return m.error.clone().unwrap_or_default();
+        }
         Some(MessageCode::AgentUnavailable) => {
             return gettext_f(
                 "The agent could not be reached: {error}",

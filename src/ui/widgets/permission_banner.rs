@@ -207,6 +207,42 @@ impl PermissionBanner {
 
     fn answer(&self, id: &str, option_id: &str) {
         let Some(agent) = self.agent() else { return };
+        // An "always" answer lasts as long as the agent's process: the
+        // window offers to keep it as a rule.
+        let always = (0..agent.permissions().n_items())
+            .filter_map(|i| {
+                agent
+                    .permissions()
+                    .item(i)
+                    .and_downcast::<crate::ui::models::PermissionObject>()
+            })
+            .map(|p| p.request().clone())
+            .find(|r| r.id == id)
+            .and_then(|r| {
+                let option = r.options.iter().find(|o| o.option_id == option_id)?;
+                use agent_client_protocol_schema::v1::PermissionOptionKind as K;
+                let allow = match option.kind {
+                    K::AllowAlways => true,
+                    K::RejectAlways => false,
+                    _ => return None,
+                };
+                let paths: Vec<String> = r
+                    .tool_call
+                    .locations
+                    .iter()
+                    .map(|l| l.path.clone())
+                    .chain(r.tool_call.diffs.iter().map(|d| d.path.clone()))
+                    .collect();
+                Some(serde_json::json!({
+                    "agent": agent.name(),
+                    "kind": crate::core::chat::rules::kind_name(r.tool_call.kind),
+                    "paths": paths,
+                    "allow": allow,
+                }))
+            });
+        if let Some(offer) = always {
+            let _ = self.activate_action("win.offer-permission-rule", Some(&offer.to_string().to_variant()));
+        }
         agent.answer_permission(
             id,
             option_id,

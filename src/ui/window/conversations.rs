@@ -7,7 +7,7 @@ use super::*;
 use crate::ui::models::ConversationAction;
 
 impl ParleyWindow {
-    fn selected_object(&self) -> Option<AgentObject> {
+    pub(super) fn selected_object(&self) -> Option<AgentObject> {
         self.selected_agent().and_then(|n| self.agent(&n))
     }
 

@@ -16,6 +16,7 @@ use crate::ui::widgets::{
 };
 
 mod actions;
+mod attention;
 mod conversations;
 mod registry;
 mod sidebar;
@@ -75,6 +76,18 @@ pub mod imp {
         pub read_only_revealer: TemplateChild<gtk::Revealer>,
         #[template_child]
         pub read_only_label: TemplateChild<gtk::Label>,
+        #[template_child]
+        pub stalled_revealer: TemplateChild<gtk::Revealer>,
+        #[template_child]
+        pub stalled_label: TemplateChild<gtk::Label>,
+        #[template_child]
+        pub stalled_restart: TemplateChild<gtk::Button>,
+        #[template_child]
+        pub inbox_button: TemplateChild<gtk::Button>,
+        #[template_child]
+        pub inbox_count: TemplateChild<gtk::Label>,
+        /// The elicitation dialog shown, by the elicitation's id.
+        pub elicitation_dialog: RefCell<Option<(String, gtk::Window)>>,
         /// The find bar's matches (message ids, in order) and which is shown.
         pub find: RefCell<(Vec<String>, usize)>,
 
@@ -174,6 +187,7 @@ impl ParleyWindow {
         win.setup_actions();
         win.setup_conversations();
         win.setup_registry_actions();
+        win.setup_attention();
         imp.sign_in_page.connect_active_notify(glib::clone!(
             #[weak]
             win,
@@ -383,6 +397,7 @@ impl ParleyWindow {
                 move |agent, _| {
                     win.update_header(agent);
                     win.update_read_only(agent);
+                    win.update_stalled(agent);
                 }
             ),
         );
@@ -396,6 +411,8 @@ impl ParleyWindow {
         imp.content_stack.set_visible_child_name("conversation");
         self.update_header(&agent);
         self.update_read_only(&agent);
+        self.update_stalled(&agent);
+        self.seen(&agent);
         // Moving through the agents with the arrow keys keeps the focus in
         // the list (Enter then goes to the composer); a click or a selection
         // from elsewhere goes to the composer at once.
