@@ -21,7 +21,11 @@
 //!     beneath a guardian ([`core::supervisor::guardian`]), the launch
 //!     doctor ([`core::supervisor::launch`]), limits and the idle check. Its
 //!     `impl` is split along its seams: start, stop, handler, logs, idle.
-//!   - [`core::chat`]: conversations, the message model, permissions.
+//!   - [`core::chat`]: conversations, the message model, permissions;
+//!     permission rules ([`core::chat::rules`]: pure matching, first match
+//!     wins, the agent's own option), elicitation (`chat::elicitation`:
+//!     forms checked against their schema, links), hung turns (the silence
+//!     watch, a Cancel's grace) and the inbox's items.
 //!   - [`core::auth`]: signing in: the methods an agent offers, saved keys
 //!     in the keyring, the sign-in flow (`AuthService`); a terminal
 //!     method's command runs beneath a guardian
@@ -29,7 +33,8 @@
 //!   - [`core::config`]: model, schema and validation with line and column,
 //!     the file (creating, saving atomically, recent files), watching, and
 //!     edits that keep the user's comments ([`core::config::edit`]: a
-//!     top-level key; an `agents` entry appended, its members set, removed).
+//!     top-level key; an item of a top-level list, `agents` or
+//!     `permissions`, appended, its members set, removed).
 //!   - [`core::registry`]: agents from the ACP registry: HTTPS through
 //!     libsoup 3 ([`core::registry::fetch`]), archives unpacked so nothing
 //!     lands outside their directory ([`core::registry::unpack`]), and
@@ -37,22 +42,29 @@
 //!     Remove, Cancel.
 //!   - [`core::events`]: the spec's events; [`core::services`]: the spec's
 //!     services over one [`core::services::Core`].
+//!   - [`core::channels`]: notification channels of kind `command`, run by
+//!     the window's notifier and by `parley-cli serve`.
 //! - [`ui`] — the libadwaita window. Who owns what, and who may call whom:
 //!   - [`ui::application::ParleyApplication`] owns the one
 //!     [`ui::models::AppModel`] (and through it the core) for every window.
 //!   - [`ui::bridge`] drains the events once per frame into
 //!     `AppModel::apply`, which routes each to the
 //!     [`ui::models::AgentObject`] it concerns. An `AgentObject` owns its
-//!     conversation, pending permissions and live log, and is the only way
-//!     widgets act on an agent. Models never touch widgets.
+//!     conversation, pending permissions and elicitations, and live log,
+//!     and is the only way widgets act on an agent. Models never touch
+//!     widgets.
 //!   - [`ui::notifier`] and [`ui::theme`] listen to model signals.
 //!   - [`ui::window`] only assembles views; [`ui::widgets`] bind to models
 //!     and report errors through the `win.toast` action; no widget imports
 //!     the window or the application, except the windows of their own
-//!     that open over it (`history_search`, `add_agent`), which take it as
-//!     their parent and call its public methods.
+//!     that open over it (`history_search`, `add_agent`, `inbox`), which
+//!     take it as their parent and call its public methods.
 //!   - Add Agent…: the registry's dialog ([`ui::widgets::add_agent`]); an
 //!     agent's Update and Remove Agent… are the window's (`registry.rs`).
+//!   - Attention: the inbox ([`ui::widgets::inbox`], Ctrl+I), elicitation
+//!     dialogs ([`ui::widgets::elicitation`]); badges, Alt+Up/Down, unseen
+//!     answers, the "not responding" banner and saving a rule are the
+//!     window's (`attention.rs`); rules in Preferences ([`ui::preferences`]).
 //! - [`i18n`] (gettext) and [`logging`] (tracing) serve both.
 //!
 //! # Where the code refines the design (`docs/architecture.md`)

@@ -1483,12 +1483,7 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
         .chat
         .send("gamma", "echo all done")
         .map_err(|e| e.to_string())?;
-    let waiting = |name: &str| {
-        f.win
-            .agent(name)
-            .map(|a| ParleyWindow::waiting_count(&a))
-            .unwrap_or(0)
-    };
+    let waiting = |name: &str| f.win.agent(name).map(|a| a.waiting_count()).unwrap_or(0);
     spin_until("one thing waiting at each agent", Duration::from_secs(20), || {
         waiting("alpha") == 1 && waiting("beta") == 1 && waiting("gamma") == 1
     })?;
@@ -1612,6 +1607,43 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
     save_png(&f.win, "44-not-responding")?;
     spin_until("gamma again", Duration::from_secs(10), || {
         f.win.agent("gamma").is_some_and(|a| !a.stalled())
+    })?;
+
+    // A link to open: shown whole; settled elsewhere, the dialog goes.
+    f.win.select_agent("beta");
+    f.core
+        .chat
+        .send("beta", "elicit-url")
+        .map_err(|e| e.to_string())?;
+    spin_until("the link dialog", Duration::from_secs(10), || {
+        f.win.elicitation_dialog().is_some()
+    })?;
+    let dialog = f.win.elicitation_dialog().ok_or("no dialog")?;
+    if !texts(dialog.upcast_ref())
+        .iter()
+        .any(|t| t == "https://example.org/demo/authorize?client=parley&state=42")
+    {
+        return Err(format!(
+            "the whole address is not shown: {:?}",
+            texts(dialog.upcast_ref())
+        ));
+    }
+    save_png(&dialog, "45-elicitation-url")?;
+    let id = f
+        .win
+        .agent("beta")
+        .and_then(|a| a.elicitations().first().map(|e| e.id.clone()))
+        .ok_or("no pending elicitation")?;
+    f.core
+        .chat
+        .answer_elicitation(&id, "decline", None)
+        .map_err(|e| e.to_string())?;
+    spin_until("the dialog closed", Duration::from_secs(5), || {
+        f.win.elicitation_dialog().is_none()
+    })?;
+    drop(dialog);
+    spin_until("beta's answer", Duration::from_secs(10), || {
+        conversation_texts(&f).iter().any(|t| t.contains("decline"))
     })?;
     close(f);
     Ok(())

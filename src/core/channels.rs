@@ -70,6 +70,7 @@ pub fn run_commands(channels: &[Channel], notice: &Notice, runtime: &tokio::runt
 #[derive(Default)]
 pub struct Watch {
     busy: HashMap<String, bool>,
+    failed: HashMap<String, bool>,
 }
 
 impl Watch {
@@ -102,11 +103,12 @@ impl Watch {
                 elicitation: Some(e.clone()),
                 ..notice("elicitation-requested", &e.agent, e.message.clone())
             }),
-            Event::AgentState(s) if s.state == AgentState::Error => Some(notice(
-                "agent-error",
-                &s.agent,
-                s.error.clone().unwrap_or_default(),
-            )),
+            // Only on going into `error`, not on each state event while in it.
+            Event::AgentState(s) => {
+                let failed = s.state == AgentState::Error;
+                let was = self.failed.insert(s.agent.clone(), failed).unwrap_or(false);
+                (failed && !was).then(|| notice("agent-error", &s.agent, s.error.clone().unwrap_or_default()))
+            }
             _ => None,
         }
     }

@@ -75,6 +75,12 @@ impl Chat {
         };
         let mut convs = lock(&self.inner.convs);
         let c = convs.entry(agent.to_owned()).or_default();
+        // A turn being cancelled asks nothing more of the user.
+        if c.cancelling {
+            drop(convs);
+            responder.respond(Ok(response("cancel", None)));
+            return;
+        }
         self.heard_from(agent, c);
         let message_id = c.current.and_then(|i| c.messages.get(i)).map(|m| m.id.clone());
         let request = ElicitationRequest {

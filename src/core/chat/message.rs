@@ -43,8 +43,8 @@ pub enum MessageCode {
     /// (an MCP server's transport, a default value, additional
     /// directories): said in the message's text.
     SessionWarning,
-    /// A permission rule answered a request: which rule, and what (the
-    /// message's text; `rule` is its index in `permissions`).
+    /// A permission rule answered a request: which rule (its number in
+    /// `permissions`) and what, in the message's `error` text.
     PermissionRule,
     /// The agent did not answer a Cancel in time: the turn was ended on
     /// Parley's side (the agent may still be working).

@@ -854,7 +854,6 @@ impl Chat {
             }
             (pending, dropped, c.session.clone())
         };
-        self.cancel_elicitations(agent);
         // session/cancel first: the agent then knows why its permission
         // requests come back "cancelled" (ACP's order).
         if let (Some((sid, generation)), Some((conn, g))) = (session, self.inner.supervisor.connection(agent))
@@ -871,6 +870,7 @@ impl Chat {
                 agent: agent.to_owned(),
             }));
         }
+        self.cancel_elicitations(agent);
         for m in &dropped {
             self.emit_message(m);
         }
@@ -1014,5 +1014,7 @@ impl Chat {
                 agent: agent.to_owned(),
             }));
         }
+        // Nobody is left to answer: the window's dialogs close.
+        self.cancel_elicitations(agent);
     }
 }

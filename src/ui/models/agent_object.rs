@@ -764,6 +764,17 @@ impl AgentObject {
         self.update_waiting();
     }
 
+    /// How many things wait for the user at this agent (its badge): its
+    /// permission and elicitation requests, an unseen answer, a sign-in, a
+    /// failure.
+    pub fn waiting_count(&self) -> u32 {
+        self.permissions().n_items()
+            + self.elicitation_count()
+            + u32::from(self.unseen())
+            + u32::from(self.needs_sign_in())
+            + u32::from(self.status() == AgentStatus::Error)
+    }
+
     /// Takes `turn:stalled`.
     pub fn set_stalled(&self, stalled: bool) {
         if self.imp().stalled.replace(stalled) != stalled {

@@ -186,7 +186,7 @@ impl AgentRow {
             &*imp.menu_button,
             &crate::i18n::gettext_f("More for {agent}", &[("agent", &title)]),
         );
-        let waiting = crate::ui::window::ParleyWindow::waiting_count(agent);
+        let waiting = agent.waiting_count();
         imp.waiting_count.set_label(&waiting.to_string());
         imp.waiting_count.set_visible(waiting > 0);
         let update = agent.update_available();

@@ -332,13 +332,17 @@ pub fn show(
         window,
         move |_| window.close()
     ));
+    // Closed unanswered: cancel, unless it was settled elsewhere meanwhile
+    // (the agent said complete, the turn ended, a notification's Decline).
+    let (pending_agent, pending_id) = (agent.clone(), request.id.clone());
     window.connect_close_request(glib::clone!(
         #[strong]
         answer,
         #[strong]
         answered,
         move |_| {
-            if !*answered.borrow() {
+            let pending = pending_agent.elicitations().iter().any(|e| e.id == pending_id);
+            if !*answered.borrow() && pending {
                 answer("cancel", None);
             }
             glib::Propagation::Proceed
@@ -384,6 +388,9 @@ fn show_url(
     dialog.set_close_response("cancel");
     let (agent, id) = (agent.clone(), request.id.clone());
     dialog.connect_response(None, move |dialog, response| {
+        if !agent.elicitations().iter().any(|e| e.id == id) {
+            return; // settled elsewhere; the window closed this dialog
+        }
         let action = match response {
             "open" => {
                 // Through the desktop (the OpenURI portal inside Flatpak).

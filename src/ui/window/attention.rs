@@ -136,12 +136,15 @@ impl ParleyWindow {
             glib::clone!(
                 #[weak(rename_to = win)]
                 self,
-                move |_, p| {
+                move |agent, p| {
                     if matches!(
                         p.name(),
                         "waiting" | "unseen" | "status" | "needs-sign-in" | "elicitation-count"
                     ) {
                         win.update_inbox_count();
+                    }
+                    if p.name() == "elicitation-count" {
+                        win.close_settled_elicitation(agent);
                     }
                 }
             ),
@@ -160,20 +163,11 @@ impl ParleyWindow {
         }
     }
 
-    /// How many things an agent has waiting for the user (its badge).
-    pub fn waiting_count(agent: &AgentObject) -> u32 {
-        agent.permissions().n_items()
-            + agent.elicitation_count()
-            + u32::from(agent.unseen())
-            + u32::from(agent.needs_sign_in())
-            + u32::from(agent.status() == crate::ui::models::AgentStatus::Error)
-    }
-
     fn update_inbox_count(&self) {
         let store = self.model().agents();
         let total: u32 = (0..store.n_items())
             .filter_map(|i| store.item(i).and_downcast::<AgentObject>())
-            .map(|a| Self::waiting_count(&a))
+            .map(|a| a.waiting_count())
             .sum();
         let imp = self.imp();
         imp.inbox_count.set_label(&total.to_string());
@@ -209,7 +203,7 @@ impl ParleyWindow {
             let Some(agent) = store.item(i as u32).and_downcast::<AgentObject>() else {
                 continue;
             };
-            if Self::waiting_count(&agent) > 0 {
+            if agent.waiting_count() > 0 {
                 self.select_agent(&agent.name());
                 crate::ui::a11y::announce(
                     self,
@@ -251,7 +245,7 @@ impl ParleyWindow {
         let Some(request) = requests.iter().find(|r| id.is_none_or(|id| r.id == id)) else {
             return;
         };
-        if let Some((shown, window)) = self.imp().elicitation_dialog.borrow().as_ref() {
+        if let Some((_, shown, window)) = self.imp().elicitation_dialog.borrow().as_ref() {
             if *shown == request.id && window.is_visible() {
                 window.present();
                 return;
@@ -260,7 +254,23 @@ impl ParleyWindow {
         let window = crate::ui::widgets::elicitation::show(self, agent, request);
         self.imp()
             .elicitation_dialog
-            .replace(Some((request.id.clone(), window)));
+            .replace(Some((agent.name(), request.id.clone(), window)));
+    }
+
+    /// Closes the dialog of an elicitation settled elsewhere.
+    fn close_settled_elicitation(&self, agent: &AgentObject) {
+        let settled = self
+            .imp()
+            .elicitation_dialog
+            .borrow()
+            .as_ref()
+            .and_then(|(name, id, window)| {
+                let settled = *name == agent.name() && agent.elicitations().iter().all(|e| e.id != *id);
+                (settled && window.is_visible()).then(|| window.clone())
+            });
+        if let Some(window) = settled {
+            window.close();
+        }
     }
 
     /// The elicitation dialog shown, if any (for tests).
@@ -269,7 +279,7 @@ impl ParleyWindow {
             .elicitation_dialog
             .borrow()
             .as_ref()
-            .map(|(_, w)| w.clone())
+            .map(|(_, _, w)| w.clone())
             .filter(|w| w.is_visible())
     }
 
@@ -382,10 +392,11 @@ fn common_dir(paths: &[String]) -> Option<String> {
 }
 
 /// `~/…` for a path in the home directory, as people write rules.
+/// (Glob characters in a directory's name are escaped.)
 fn tilde(path: &str) -> String {
     let home = crate::core::config::model::home_dir().display().to_string();
     match path.strip_prefix(&home) {
-        Some(rest) if rest.starts_with('/') => format!("~{rest}"),
-        _ => path.to_owned(),
+        Some(rest) if rest.starts_with('/') => format!("~{}", globset::escape(rest)),
+        _ => globset::escape(path),
     }
 }

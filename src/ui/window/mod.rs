@@ -86,8 +86,8 @@ pub mod imp {
         pub inbox_button: TemplateChild<gtk::Button>,
         #[template_child]
         pub inbox_count: TemplateChild<gtk::Label>,
-        /// The elicitation dialog shown, by the elicitation's id.
-        pub elicitation_dialog: RefCell<Option<(String, gtk::Window)>>,
+        /// The elicitation dialog shown: its agent, the elicitation's id.
+        pub elicitation_dialog: RefCell<Option<(String, String, gtk::Window)>>,
         /// The find bar's matches (message ids, in order) and which is shown.
         pub find: RefCell<(Vec<String>, usize)>,
 
