@@ -89,7 +89,8 @@ Prompt keywords (the prompt's first word):
   crash                stream a little, then exit with status 3 mid-turn
   permission [N]       ask for permission N times; each answer is shown
   ask KIND PATH TITLE  ask for permission for a tool call of KIND (none: no
-                       kind) touching PATH (-: none); show the answer
+                       kind; announced:KIND: the kind only in the tool call's
+                       announcement) touching PATH (-: none); show the answer
   silent SECONDS       say nothing for SECONDS, then answer
   ignore-cancel        say nothing and never end the turn, even when
                        cancelled (for a minute)
@@ -657,8 +658,18 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
             } else {
                 "A tool".to_owned()
             };
-            let mut call = json!({"toolCallId": "ask-1", "title": title, "status": "pending"});
-            if kind != "none" {
+            // A new call each time: an id of an earlier turn would bring its kind.
+            let tool = format!("ask-{}", agent.next_id.fetch_add(1, Ordering::Relaxed));
+            let mut call = json!({"toolCallId": tool, "title": title, "status": "pending"});
+            // `announced:KIND`: the kind comes in the tool call's
+            // announcement only, not in the permission request.
+            if let Some(announced) = kind.strip_prefix("announced:") {
+                agent.update(
+                    &sid,
+                    json!({"sessionUpdate": "tool_call", "toolCallId": tool, "title": title,
+                        "kind": announced, "status": "pending"}),
+                );
+            } else if kind != "none" {
                 call["kind"] = json!(kind);
             }
             if path != "-" {

@@ -110,6 +110,9 @@ async fn rules_answer_with_the_agents_own_option_and_leave_the_rest_to_the_user(
     assert!(!turn(&mut h, "ask none - Kindless thing").await);
     assert_eq!(last_answer(&h), "permission answer: allow-once");
     assert!(turn(&mut h, "ask none - Something else").await);
+    // A kind given in the call's announcement counts: a delete, rejected.
+    assert!(!turn(&mut h, "ask announced:delete - Kindless in the request").await);
+    assert_eq!(last_answer(&h), "permission answer: reject-once");
     h.core.shutdown().await;
 }
 
@@ -386,13 +389,15 @@ impl Serve {
 #[test]
 fn serve_lists_the_inbox_and_runs_command_channels() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let out = dir.path().join("notices.jsonl");
+    // A file per notice: channels run at once may not share one.
+    let out = dir.path().join("notices");
+    std::fs::create_dir(&out).expect("dir");
     let config = dir.path().join("config.json");
     let text = serde_json::to_string_pretty(&json!({
         "limits": {"stopIdleAgentsAfter": "0"},
         "agents": [agent("demo", "default")],
         "channels": [{"name": "log", "kind": "command", "command": "sh",
-            "args": ["-c", format!("cat >> '{}'; echo >> '{}'", out.display(), out.display())],
+            "args": ["-c", format!("cat > \"$(mktemp -p '{}' n.XXXXXX)\"", out.display())],
             "events": ["permission-requested", "turn-ended", "elicitation-requested"]}]
     }))
     .unwrap_or_default();
@@ -450,10 +455,12 @@ fn serve_lists_the_inbox_and_runs_command_channels() {
     // The command channel heard all three kinds of event.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     let heard = loop {
-        let text = std::fs::read_to_string(&out).unwrap_or_default();
-        let events: Vec<String> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        let events: Vec<String> = std::fs::read_dir(&out)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+            .filter_map(|t| serde_json::from_str::<Value>(&t).ok())
             .filter_map(|v| v["event"].as_str().map(str::to_owned))
             .collect();
         if ["permission-requested", "turn-ended", "elicitation-requested"]

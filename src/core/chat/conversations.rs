@@ -417,6 +417,11 @@ impl Chat {
     /// before `Open`); refused while a turn runs. The session it leaves
     /// is closed where the agent offers `session/close`.
     fn leave_current(&self, agent: &str, next: Conv) -> Result<(), ChatError> {
+        if lock(&self.inner.convs).get(agent).is_some_and(|c| c.busy) {
+            return Err(ChatError::Busy);
+        }
+        // Asked outside a turn (a sign-in's form): it goes with the conversation.
+        self.cancel_elicitations(agent);
         let left = {
             let mut convs = lock(&self.inner.convs);
             let c = convs.entry(agent.to_owned()).or_default();

@@ -171,6 +171,10 @@ pub struct ToolCall {
     pub output: String,
     pub locations: Vec<Location>,
     pub diffs: Vec<Diff>,
+    /// The agent gave the call a kind, in its announcement or an update
+    /// (`kind` is `other` when it never did). Permission rules read it.
+    #[serde(skip)]
+    pub kind_given: bool,
     /// The ACP terminals it shows (their output comes as `terminal:output`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub terminals: Vec<String>,
@@ -331,6 +335,9 @@ impl From<&acp::ToolCall> for ToolCall {
             output: String::new(),
             locations: locations(&t.locations),
             diffs: Vec::new(),
+            // The protocol type cannot tell an absent kind from `other`:
+            // taken as not given, so only a rule that says "other" fits.
+            kind_given: t.kind != acp::ToolKind::Other,
             terminals: Vec::new(),
         };
         apply_content(&mut call, &t.content);
@@ -359,6 +366,7 @@ impl ToolCall {
         let f = &u.fields;
         if let Some(k) = &f.kind {
             self.kind = tool_kind(k);
+            self.kind_given = true;
         }
         if let Some(s) = f.status {
             self.status = s;

@@ -474,13 +474,16 @@ impl Chat {
             loop {
                 tokio::time::sleep(poll).await;
                 let Some(turn) = turn.upgrade() else { return };
+                // A long build in the agent's terminal is not silence either
+                // (asked before the conversations' lock: never both held).
+                let terminal = this.inner.supervisor.terminal_running(&agent);
                 let mut convs = lock(&this.inner.convs);
                 let Some(c) = convs.get_mut(&agent) else { return };
                 if !c.give_up.as_ref().is_some_and(|g| Arc::ptr_eq(g, &turn)) {
                     return;
                 }
                 // Waiting on the user is not the agent's silence.
-                let waiting_on_user = !c.permissions.is_empty() || !c.elicitations.is_empty();
+                let waiting_on_user = !c.permissions.is_empty() || !c.elicitations.is_empty() || terminal;
                 if seen != Some(c.activity) || waiting_on_user {
                     seen = Some(c.activity);
                     since = std::time::Instant::now();
@@ -669,6 +672,10 @@ impl Chat {
                 return None;
             }
         };
+        // Cancelled while the session opened: the prompt is not sent.
+        if lock(&self.inner.convs).get(agent).is_some_and(|c| c.cancelling) {
+            return None;
+        }
         let caps = self
             .inner
             .supervisor
@@ -712,6 +719,7 @@ impl Chat {
         // Dropping the prompt's future (Cancel not answered in time) sends
         // `$/cancel_request` for it.
         let answer = tokio::select! {
+            biased;
             r = calls::prompt(conn, &session, blocks) => Some(r),
             _ = give_up.notified() => None,
         };
@@ -959,6 +967,10 @@ impl Chat {
     /// Forgets every conversation (another configuration was opened; its
     /// history is kept apart with `set_history`).
     pub fn forget_all(&self) {
+        let agents: Vec<String> = lock(&self.inner.convs).keys().cloned().collect();
+        for agent in &agents {
+            self.cancel_elicitations(agent);
+        }
         lock(&self.inner.convs).clear();
         let mut r = lock(&self.inner.recorder);
         r.ids.clear();

@@ -111,7 +111,8 @@ impl Chat {
                 &rules,
                 &rules::Request {
                     agent,
-                    kind: req.tool_call.fields.kind,
+                    // As the request or the call's announcement gave it.
+                    kind: call.kind_given.then_some(call.kind),
                     title: &call.title,
                     paths: &paths,
                 },

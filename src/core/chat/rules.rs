@@ -86,11 +86,32 @@ fn matches(rule: &PermissionRule, r: &Request<'_>) -> bool {
     }
     if let Some(glob) = &rule.path {
         let Ok(m) = compile(glob, true) else { return false };
-        if r.paths.is_empty() || !r.paths.iter().all(|p| m.is_match(p)) {
+        let all = r.paths.iter().all(|p| clean(p).is_some_and(|p| m.is_match(&p)));
+        if r.paths.is_empty() || !all {
             return false;
         }
     }
     true
+}
+
+/// An absolute path with `.` and `..` folded away (`**` would match a
+/// `..` and let `~/src/parley/../../.ssh` through); `None` for a relative
+/// path or one that climbs above `/`.
+fn clean(path: &str) -> Option<String> {
+    if !path.starts_with('/') {
+        return None;
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            p => parts.push(p),
+        }
+    }
+    Some(format!("/{}", parts.join("/")))
 }
 
 /// The first rule that matches, and the option it answers with: its index
@@ -238,6 +259,12 @@ mod tests {
         let edit =
             |paths: &[String]| decide(&rules, &req(Some(acp::ToolKind::Edit), "Edit", paths), &options());
         assert_eq!(edit(&inside), Some((2, "a1".into())));
+        // Climbing out with `..` is not inside, nor is a relative path.
+        let climbing = vec![format!("{home}/src/parley/../../.ssh/authorized_keys")];
+        assert_eq!(edit(&climbing), None);
+        assert_eq!(edit(&["src/parley/a.rs".to_owned()]), None);
+        let folded = vec![format!("{home}/src/parley/./src/../main.rs")];
+        assert_eq!(edit(&folded), Some((2, "a1".into())));
         assert_eq!(edit(&outside), None, "every path must match");
         assert_eq!(edit(&[]), None, "no path: a path rule does not match");
         // `*` stays within one directory.

@@ -528,6 +528,17 @@ impl Supervisor {
         self.definition(name).map(|d| d.working_dir())
     }
 
+    /// Whether a command the agent runs in one of its terminals still runs.
+    pub fn terminal_running(&self, agent: &str) -> bool {
+        let terminals = {
+            let mut t = lock(&self.shared.table);
+            t.find(agent)
+                .and_then(|a| a.running.as_ref())
+                .map(|r| r.terminals.clone())
+        };
+        terminals.is_some_and(|t| t.any_running())
+    }
+
     /// A terminal's output so far and its exit status, if the agent has it.
     pub fn terminal_output(&self, agent: &str, id: &str) -> Option<(String, Option<ExitStatus>)> {
         let terminals = {

@@ -248,6 +248,11 @@ impl Terminals {
     }
 
     /// The output so far (the window's view starts from it), by id.
+    /// A command of the agent's still runs (the agent may be waiting on it).
+    pub fn any_running(&self) -> bool {
+        lock(&self.map).values().any(|t| t.exit.borrow().is_none())
+    }
+
     pub fn output_of(&self, id: &str) -> Option<(String, Option<ExitStatus>)> {
         let term = lock(&self.map).get(id).cloned()?;
         let text = String::from_utf8_lossy(&lock(&term.buffer).data).into_owned();

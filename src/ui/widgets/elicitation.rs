@@ -167,8 +167,12 @@ pub fn show(
             }
             ("number" | "integer", _) => {
                 let integer = kind == "integer";
-                let min = prop.get("minimum").and_then(Value::as_f64).unwrap_or(-1e9);
-                let max = prop.get("maximum").and_then(Value::as_f64).unwrap_or(1e9);
+                let finite = |v: Option<f64>| v.filter(|v| v.is_finite());
+                let min = finite(prop.get("minimum").and_then(Value::as_f64)).unwrap_or(-1e9);
+                // The agent's limits may be upside down: GTK must never see that.
+                let max = finite(prop.get("maximum").and_then(Value::as_f64))
+                    .unwrap_or(1e9)
+                    .max(min);
                 let spin = gtk::SpinButton::with_range(min, max, 1.0);
                 spin.set_digits(if integer { 0 } else { 2 });
                 spin.set_valign(gtk::Align::Center);

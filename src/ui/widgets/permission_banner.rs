@@ -235,8 +235,13 @@ impl PermissionBanner {
                     .collect();
                 Some(serde_json::json!({
                     "agent": agent.name(),
-                    "kind": crate::core::chat::rules::kind_name(r.tool_call.kind),
+                    "kind": if r.tool_call.kind_given {
+                        crate::core::chat::rules::kind_name(r.tool_call.kind)
+                    } else {
+                        "other"
+                    },
                     "paths": paths,
+                    "title": r.tool_call.title,
                     "allow": allow,
                 }))
             });

@@ -58,6 +58,7 @@ impl ParleyWindow {
                     v["agent"].as_str().unwrap_or_default(),
                     v["kind"].as_str().unwrap_or("other"),
                     &paths,
+                    v["title"].as_str().unwrap_or_default(),
                     v["allow"].as_bool().unwrap_or(false),
                 );
             }
@@ -156,8 +157,9 @@ impl ParleyWindow {
         if !self.is_active() {
             return;
         }
-        agent.set_unseen(false);
+        // The core first: an open inbox reads it when the flag changes.
         self.core().chat.mark_seen(&agent.name());
+        agent.set_unseen(false);
         if !agent.elicitations().is_empty() {
             self.open_elicitation(agent, None);
         }
@@ -242,9 +244,19 @@ impl ParleyWindow {
     /// Shows the agent's waiting elicitation (`id`, or its oldest), once.
     pub fn open_elicitation(&self, agent: &AgentObject, id: Option<&str>) {
         let requests = agent.elicitations();
-        let Some(request) = requests.iter().find(|r| id.is_none_or(|id| r.id == id)) else {
+        // On its own, a dialog opens once per elicitation: one the user
+        // answered (its answer on its way) is not shown again.
+        let shown = self.imp().elicitations_shown.borrow().clone();
+        let Some(request) = requests
+            .iter()
+            .find(|r| id.map_or(!shown.contains(&r.id), |id| r.id == id))
+        else {
             return;
         };
+        self.imp()
+            .elicitations_shown
+            .borrow_mut()
+            .insert(request.id.clone());
         if let Some((_, shown, window)) = self.imp().elicitation_dialog.borrow().as_ref() {
             if *shown == request.id && window.is_visible() {
                 window.present();
@@ -328,7 +340,7 @@ impl ParleyWindow {
 
     /// After an "always" answer: a toast that offers to keep it as a rule
     /// ("for this agent, for edits under ~/src/parley").
-    pub fn offer_rule(&self, agent_name: &str, kind: &str, paths: &[String], allow: bool) {
+    pub fn offer_rule(&self, agent_name: &str, kind: &str, paths: &[String], title: &str, allow: bool) {
         let Some(agent) = self.agent(agent_name) else {
             return;
         };
@@ -339,8 +351,11 @@ impl ParleyWindow {
             "decision": if allow { "allow" } else { "reject" },
         });
         let shown_dir = dir.as_ref().map(|d| tilde(d));
-        if let Some(d) = &shown_dir {
-            rule["path"] = serde_json::json!(format!("{d}/**"));
+        // Never wider than what was answered: without a directory, the
+        // rule is for this very title.
+        match &shown_dir {
+            Some(d) => rule["path"] = serde_json::json!(format!("{d}/**")),
+            None => rule["title"] = serde_json::json!(globset::escape(title)),
         }
         let scope = match &shown_dir {
             Some(d) => gettext_f(
@@ -348,8 +363,8 @@ impl ParleyWindow {
                 &[("agent", &agent.title()), ("kind", kind), ("dir", d)],
             ),
             None => gettext_f(
-                "for {agent}, for {kind}",
-                &[("agent", &agent.title()), ("kind", kind)],
+                "for {agent}, for “{title}”",
+                &[("agent", &agent.title()), ("title", title)],
             ),
         };
         let text = if allow {

@@ -88,6 +88,8 @@ pub mod imp {
         pub inbox_count: TemplateChild<gtk::Label>,
         /// The elicitation dialog shown: its agent, the elicitation's id.
         pub elicitation_dialog: RefCell<Option<(String, String, gtk::Window)>>,
+        /// Elicitations whose dialog was opened (not opened again by itself).
+        pub elicitations_shown: RefCell<std::collections::HashSet<String>>,
         /// The find bar's matches (message ids, in order) and which is shown.
         pub find: RefCell<(Vec<String>, usize)>,
 
