@@ -25,6 +25,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+#[path = "figures.rs"]
+mod figures;
+
 use adw::prelude::*;
 use gtk::glib;
 use parley::core::events::Event;
@@ -162,29 +165,111 @@ fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, 
     (total, worst, frames.len(), over_50)
 }
 
-/// Exec → first painted frame of `parley` (which quits right after it).
-fn startup(dir: &std::path::Path) -> Duration {
+/// The command that starts `parley` (`floor`: this bench's own minimal
+/// libadwaita window instead) and quits after its first frame, or, with
+/// `rss`, half a second later, printing its resident memory.
+fn first_frame_command(dir: &std::path::Path, floor: bool, rss: bool) -> std::process::Command {
     let exe = std::env::current_exe().expect("exe");
-    let parley = exe
-        .parent()
-        .and_then(|d| d.parent())
-        .expect("target dir")
-        .join("parley");
-    let t = Instant::now();
-    let status = std::process::Command::new(parley)
-        .arg(config(dir))
-        .env("PARLEY_EXIT_AFTER_FIRST_FRAME", "1")
-        .env("XDG_STATE_HOME", dir)
+    let mut c = if floor {
+        let mut c = std::process::Command::new(&exe);
+        c.arg("--floor-window");
+        if rss {
+            c.arg("rss");
+        }
+        c
+    } else {
+        let parley = exe
+            .parent()
+            .and_then(|d| d.parent())
+            .expect("target dir")
+            .join("parley");
+        let mut c = std::process::Command::new(parley);
+        c.arg(config(dir))
+            .env("PARLEY_EXIT_AFTER_FIRST_FRAME", if rss { "rss" } else { "1" });
+        c
+    };
+    c.env("XDG_STATE_HOME", dir)
         .env("XDG_DATA_HOME", dir)
+        .stderr(std::process::Stdio::null());
+    c
+}
+
+/// Exec → first painted frame of `parley`, or of the floor window.
+fn startup(dir: &std::path::Path, floor: bool) -> Duration {
+    let t = Instant::now();
+    let status = first_frame_command(dir, floor, false)
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
         .status()
-        .expect("parley");
+        .expect("start");
     assert!(status.success());
     t.elapsed()
 }
 
+/// Resident memory (KB) half a second after the first frame.
+fn first_frame_rss(dir: &std::path::Path, floor: bool) -> u64 {
+    let out = first_frame_command(dir, floor, true).output().expect("start");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("rss-kb ").and_then(|n| n.trim().parse().ok()))
+        .unwrap_or(0)
+}
+
+/// The floor of start-up and memory: the least a libadwaita application
+/// window with a header bar costs, built the way Parley builds its own
+/// (the same size, a status page as its content), in its own process.
+fn floor_window(rss: bool) {
+    gtk::init().expect("gtk");
+    adw::init().expect("adw");
+    let app = adw::Application::new(
+        Some("io.github.parley.ParleyBenchFloor"),
+        gtk::gio::ApplicationFlags::NON_UNIQUE,
+    );
+    app.connect_activate(move |app| {
+        let content = gtk::Box::new(gtk::Orientation::Vertical, 0);
+        content.append(&adw::HeaderBar::new());
+        content.append(
+            &adw::StatusPage::builder()
+                .title("Floor")
+                .icon_name("system-run-symbolic")
+                .vexpand(true)
+                .build(),
+        );
+        let win = adw::ApplicationWindow::builder()
+            .application(app)
+            .default_width(1100)
+            .default_height(720)
+            .content(&content)
+            .build();
+        let app = app.clone();
+        win.connect_map(move |win| {
+            let Some(clock) = win.frame_clock() else { return };
+            let done = std::cell::Cell::new(false);
+            let app = app.clone();
+            clock.connect_after_paint(move |_| {
+                if done.replace(true) {
+                    return;
+                }
+                if !rss {
+                    app.quit();
+                    return;
+                }
+                let app = app.clone();
+                glib::timeout_add_local_once(Duration::from_millis(500), move || {
+                    println!("rss-kb {}", rss_kb());
+                    app.quit();
+                });
+            });
+        });
+        win.present();
+    });
+    app.run_with_args(&[] as &[&str]);
+}
+
 fn main() {
+    if std::env::args().any(|a| a == "--floor-window") {
+        floor_window(std::env::args().any(|a| a == "rss"));
+        return;
+    }
     if !std::env::args().any(|a| a == "--bench") {
         println!("benchmarks run with `xvfb-run -a cargo bench --bench window`");
         return;
@@ -219,6 +304,11 @@ fn main() {
     }
     if std::env::args().any(|a| a == "open") {
         open_figure(&app);
+        return;
+    }
+    figures::start("window");
+    if std::env::args().any(|a| a == "startup") {
+        startup_figure();
         return;
     }
     let sizes: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
@@ -461,6 +551,21 @@ fn long_figure(app: &adw::Application) {
         worst.as_secs_f64() * 1e3,
         gap.as_secs_f64() * 1e3
     );
+    // A frame's budget at 60 Hz is the floor of the longest one.
+    figures::record(
+        "long conversation, longest frame",
+        worst.as_secs_f64() * 1e3,
+        "ms",
+        Some(1000.0 / 60.0),
+        Some(1.0),
+    );
+    figures::record(
+        "long conversation, frames over 16 ms",
+        over_16 as f64,
+        "frames",
+        None,
+        Some(0.0),
+    );
     let rows = win
         .conversation_view()
         .list_view()
@@ -515,16 +620,38 @@ fn idle_memory_figure(app: &adw::Application) {
     parley::ui::runtime::runtime().block_on(core.shutdown());
 }
 
+/// Start-up and memory of `parley` (its window, the core, no agent
+/// started) against the floor window, in turns in the same run.
 fn startup_figure() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut times: Vec<Duration> = (0..7).map(|_| startup(dir.path())).collect();
-    times.sort();
+    let (mut ours, mut floor) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        ours.push(startup(dir.path(), false));
+        floor.push(startup(dir.path(), true));
+    }
+    ours.sort();
+    floor.sort();
+    let (o, f) = (ours[3].as_secs_f64() * 1e3, floor[3].as_secs_f64() * 1e3);
     println!(
-        "start-up: exec to first frame, median of 7: {:.0} ms (min {:.0}, max {:.0}; goal ≤ 300 ms)",
-        times[3].as_secs_f64() * 1e3,
-        times[0].as_secs_f64() * 1e3,
-        times[6].as_secs_f64() * 1e3
+        "start-up: exec to first frame, median of 7: {o:.0} ms (min {:.0}, max {:.0})   floor (a libadwaita window with a header bar) {f:.0} ms   ratio {:.2}   goal: ≤ 1.3",
+        ours[0].as_secs_f64() * 1e3,
+        ours[6].as_secs_f64() * 1e3,
+        o / f
     );
+    figures::record("start-up, exec to first frame", o, "ms", Some(f), Some(1.3));
+    let (mut ours, mut floor) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        ours.push(first_frame_rss(dir.path(), false));
+        floor.push(first_frame_rss(dir.path(), true));
+    }
+    ours.sort();
+    floor.sort();
+    let (o, f) = (ours[1] as f64 / 1024.0, floor[1] as f64 / 1024.0);
+    println!(
+        "idle memory at start (no agent started), median of 3: {o:.1} MB resident   floor {f:.1} MB   ratio {:.2}   goal: ≤ 1.3",
+        o / f
+    );
+    figures::record("idle memory at start", o, "MB", Some(f), Some(1.3));
 }
 
 fn stream_figure(app: &adw::Application, n: usize) {
@@ -555,6 +682,20 @@ fn stream_figure(app: &adw::Application, n: usize) {
         runs[0].0,
         runs[2].0,
         worst.as_secs_f64() * 1e3
+    );
+    figures::record(
+        &format!("stream {n} chunks, window time"),
+        total.as_secs_f64() * 1e3,
+        "ms",
+        Some(core.as_secs_f64() * 1e3),
+        Some(1.2),
+    );
+    figures::record(
+        &format!("stream {n} chunks, longest main-loop stall"),
+        worst.as_secs_f64() * 1e3,
+        "ms",
+        Some(1000.0 / 60.0),
+        Some(1.0),
     );
 }
 
@@ -655,6 +796,13 @@ fn open_figure(app: &adw::Application) {
         opened.as_secs_f64() * 1e3,
         floor.as_secs_f64() * 1e3,
         opened.as_secs_f64() / floor.as_secs_f64()
+    );
+    figures::record(
+        "open 10,000 stored messages",
+        opened.as_secs_f64() * 1e3,
+        "ms",
+        Some(floor.as_secs_f64() * 1e3),
+        None,
     );
     println!(
         "open: in the window's model after {:.1} ms, last row laid out after {:.1} ms, painted after {:.1} ms",

@@ -354,14 +354,30 @@ pub fn quit_or_ask(app: &impl IsA<gtk::Application>) -> bool {
 }
 
 /// For the start-up benchmark: with `PARLEY_EXIT_AFTER_FIRST_FRAME` set,
-/// quit once the window has painted its first frame.
+/// quit once the window has painted its first frame; set to `rss`, first
+/// settle for half a second and print the resident memory (`rss-kb N`).
 fn exit_after_first_frame(app: &adw::Application, win: &ParleyWindow) {
-    if std::env::var_os("PARLEY_EXIT_AFTER_FIRST_FRAME").is_none() {
+    let Some(how) = std::env::var_os("PARLEY_EXIT_AFTER_FIRST_FRAME") else {
         return;
-    }
+    };
+    let rss = how == "rss";
     let quit_after_paint = move |win: &ParleyWindow, app: adw::Application| {
         if let Some(clock) = WidgetExt::frame_clock(win) {
-            clock.connect_after_paint(move |_| app.quit());
+            let done = std::cell::Cell::new(false);
+            clock.connect_after_paint(move |_| {
+                if done.replace(true) {
+                    return;
+                }
+                if !rss {
+                    app.quit();
+                    return;
+                }
+                let app = app.clone();
+                glib::timeout_add_local_once(std::time::Duration::from_millis(500), move || {
+                    println!("rss-kb {}", crate::ui::resident_kb());
+                    app.quit();
+                });
+            });
         }
     };
     // `present()` maps the window at once when it can.

@@ -41,3 +41,15 @@ pub const APP_ID: &str = match option_env!("PARLEY_APP_ID") {
 
 /// The GSettings schema is the same for every profile.
 pub const SCHEMA_ID: &str = "io.github.parley.Parley";
+
+/// This process's resident memory in KB (`VmRSS`), for the benchmarks.
+pub fn resident_kb() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
+        })
+        .unwrap_or(0)
+}

@@ -1,0 +1,86 @@
+//! Every bench's figures as JSON lines, beside what it prints: one object
+//! per figure, `{bench, figure, value, unit, floor?, ratio?, goal?, time,
+//! commit}`, appended to `target/bench/BENCH-latest.jsonl` (a run starts it
+//! anew) and kept as `target/bench/BENCH-TIME.jsonl`.
+//! `build-aux/bench-compare.sh OLD NEW` compares two such files.
+//! `BENCHMARKS.jsonl` beside `BENCHMARKS.md` holds the figures recorded there.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+static FIGURES: OnceLock<Figures> = OnceLock::new();
+
+/// Starts this run's files for `bench` (`core`, `window`).
+pub fn start(bench: &'static str) {
+    let _ = FIGURES.set(Figures::start(bench));
+}
+
+/// Records a figure of this run (see [`Figures::record`]).
+pub fn record(figure: &str, value: f64, unit: &str, floor: Option<f64>, goal: Option<f64>) {
+    if let Some(f) = FIGURES.get() {
+        f.record(figure, value, unit, floor, goal);
+    }
+}
+
+pub struct Figures {
+    bench: &'static str,
+    files: Vec<PathBuf>,
+    commit: String,
+}
+
+impl Figures {
+    fn start(bench: &'static str) -> Figures {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join("bench");
+        let _ = std::fs::create_dir_all(&dir);
+        let time = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let latest = dir.join(format!("{bench}-latest.jsonl"));
+        let _ = std::fs::write(&latest, b"");
+        let commit = std::process::Command::new("git")
+            .args(["rev-parse", "--short", "HEAD"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
+        Figures {
+            bench,
+            files: vec![latest, dir.join(format!("{bench}-{time}.jsonl"))],
+            commit,
+        }
+    }
+
+    /// One figure: `value` in `unit`; `floor` is the same run's floor in
+    /// the same unit (the ratio is what compares across runs); `goal` is
+    /// the ratio's (or, with no floor, the value's) goal.
+    fn record(&self, figure: &str, value: f64, unit: &str, floor: Option<f64>, goal: Option<f64>) {
+        let mut line = serde_json::json!({
+            "bench": self.bench,
+            "figure": figure,
+            "value": value,
+            "unit": unit,
+            "time": std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+            "commit": self.commit,
+        });
+        if let Some(f) = floor.filter(|f| *f > 0.0) {
+            line["floor"] = serde_json::json!(f);
+            line["ratio"] = serde_json::json!(value / f);
+        }
+        if let Some(g) = goal {
+            line["goal"] = serde_json::json!(g);
+        }
+        for file in &self.files {
+            if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(file) {
+                let _ = writeln!(f, "{line}");
+            }
+        }
+    }
+}
