@@ -412,14 +412,7 @@ fn terminal_figure(app: &adw::Application, bytes: usize) {
 
 /// Resident memory of this process, in KB.
 fn rss_kb() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|n| n.parse().ok()))
-        })
-        .unwrap_or(0)
+    parley::ui::resident_kb()
 }
 
 /// Message `i` of the long conversation: a question, an answer with a

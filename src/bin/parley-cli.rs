@@ -390,16 +390,8 @@ fn registry(args: &[String]) -> ExitCode {
         .filter(|a| *a != "--refresh" && *a != "--delete-files")
         .cloned()
         .collect();
-    let (rest, config) = match options(&kept) {
-        Ok(o) if o.settings.is_empty() && o.attach.is_empty() => (o.rest, o.config),
-        Ok(_) => {
-            eprintln!("parley-cli: --mode, --model, --option and --attach go with send");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!("parley-cli: {e}");
-            return ExitCode::from(2);
-        }
+    let Some((rest, config)) = words_and_config(&kept) else {
+        return ExitCode::from(2);
     };
     let words: Vec<&str> = rest.iter().map(String::as_str).collect();
     let ok = match words.as_slice() {
@@ -500,17 +492,25 @@ async fn print_until_idle(core: Core, rx: EventReceiver, out: Out, agent: String
     }
 }
 
-fn serve(args: &[String]) -> ExitCode {
-    let (rest, config) = match options(args) {
-        Ok(o) if o.settings.is_empty() && o.attach.is_empty() => (o.rest, o.config),
+/// The words and `--config` of a command that takes none of `send`'s
+/// options; `None` (said on standard error) for a wrong command line.
+fn words_and_config(args: &[String]) -> Option<(Vec<String>, Option<PathBuf>)> {
+    match options(args) {
+        Ok(o) if o.settings.is_empty() && o.attach.is_empty() => Some((o.rest, o.config)),
         Ok(_) => {
             eprintln!("parley-cli: --mode, --model, --option and --attach go with send");
-            return ExitCode::from(2);
+            None
         }
         Err(e) => {
             eprintln!("parley-cli: {e}");
-            return ExitCode::from(2);
+            None
         }
+    }
+}
+
+fn serve(args: &[String]) -> ExitCode {
+    let Some((rest, config)) = words_and_config(args) else {
+        return ExitCode::from(2);
     };
     if !rest.is_empty() {
         return usage();
@@ -630,16 +630,8 @@ fn serve(args: &[String]) -> ExitCode {
 /// the method's order, never from the arguments; a terminal method's
 /// command runs on a terminal whose input and output are this program's.
 fn auth(args: &[String]) -> ExitCode {
-    let (rest, config) = match options(args) {
-        Ok(o) if o.settings.is_empty() && o.attach.is_empty() => (o.rest, o.config),
-        Ok(_) => {
-            eprintln!("parley-cli: --mode, --model, --option and --attach go with send");
-            return ExitCode::from(2);
-        }
-        Err(e) => {
-            eprintln!("parley-cli: {e}");
-            return ExitCode::from(2);
-        }
+    let Some((rest, config)) = words_and_config(args) else {
+        return ExitCode::from(2);
     };
     let (agent, method) = match rest.as_slice() {
         [agent] => (agent.clone(), None),

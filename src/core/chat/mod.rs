@@ -505,6 +505,11 @@ impl Chat {
     /// The agent said something: a turn marked "not responding" is not any more.
     fn heard_from(&self, agent: &str, c: &mut Conv) {
         c.activity = c.activity.wrapping_add(1);
+        self.unstall(agent, c);
+    }
+
+    /// Takes the "not responding" mark off, if it was on.
+    fn unstall(&self, agent: &str, c: &mut Conv) {
         if c.stalled {
             c.stalled = false;
             self.emit(Event::TurnStalled(events::TurnStalled {
@@ -725,14 +730,7 @@ impl Chat {
         };
         if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
             c.give_up = None;
-            if c.stalled {
-                c.stalled = false;
-                self.emit(Event::TurnStalled(events::TurnStalled {
-                    agent: agent.to_owned(),
-                    stalled: false,
-                    silent_for: None,
-                }));
-            }
+            self.unstall(agent, c);
         }
         let Some(answer) = answer else {
             self.system_message(
