@@ -14,6 +14,10 @@ use serde_json::{Map, Value};
 
 use super::*;
 
+/// The largest elicitation request taken (its message and schema are
+/// shown and kept until answered).
+const MAX_REQUEST: usize = 256 * 1024;
+
 /// An elicitation waiting for the user.
 pub(super) struct PendingElicitation {
     pub request: ElicitationRequest,
@@ -41,6 +45,14 @@ impl Chat {
             }
         };
         let s = |k: &str| raw.get(k).and_then(Value::as_str).map(str::to_owned);
+        // What the agent asks is shown and kept: bounded.
+        if params.get().len() > MAX_REQUEST {
+            responder.respond(Err(RpcError::remote(
+                crate::core::acp::connection::INVALID_PARAMS,
+                format!("an elicitation may be at most {MAX_REQUEST} bytes"),
+            )));
+            return;
+        }
         let mode = s("mode").unwrap_or_default();
         let (schema, url) = match mode.as_str() {
             "form" => match raw.get("requestedSchema").filter(|v| v.is_object()) {

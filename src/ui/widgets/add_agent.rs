@@ -311,8 +311,13 @@ impl Dialog {
         }
         let subtitle = format!("{}\n{}", a.description, details.join(" · "));
         let row = adw::ActionRow::builder()
-            .title(glib::markup_escape_text(&a.name))
-            .subtitle(glib::markup_escape_text(subtitle.trim()))
+            // From the network: no control or reordering characters shown.
+            .title(glib::markup_escape_text(
+                &crate::core::chat::controls::shown_text(&a.name, 200),
+            ))
+            .subtitle(glib::markup_escape_text(
+                &crate::core::chat::controls::shown_text(subtitle.trim(), 1000),
+            ))
             .subtitle_lines(4)
             .build();
         // What the search looks in.

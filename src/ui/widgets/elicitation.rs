@@ -98,7 +98,7 @@ pub fn show(
     let page = adw::PreferencesPage::new();
     let intro = adw::PreferencesGroup::builder()
         .title(glib::markup_escape_text(&crate::ui::markdown::visible(
-            &request.message,
+            &request.message.chars().take(2000).collect::<String>(),
         )))
         .build();
     page.add(&intro);
@@ -373,7 +373,10 @@ fn show_url(
             "{agent} Asks You to Open a Link",
             &[("agent", &agent.title())],
         ))
-        .body(crate::ui::markdown::visible(&request.message).into_owned())
+        .body(
+            crate::ui::markdown::visible(&request.message.chars().take(2000).collect::<String>())
+                .into_owned(),
+        )
         .build();
     let address = gtk::Label::builder()
         .label(crate::ui::markdown::visible(&url).into_owned())

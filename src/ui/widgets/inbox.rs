@@ -23,7 +23,7 @@ fn icon(kind: &str) -> &'static str {
 
 /// What a row says, after the agent's title.
 fn what(item: &InboxItem) -> String {
-    let text = crate::ui::markdown::visible(&item.text).into_owned();
+    let text = crate::ui::markdown::visible(&item.text.chars().take(300).collect::<String>()).into_owned();
     match item.kind {
         "permission" => gettext_f("asks to run a tool: {title}", &[("title", &text)]),
         "elicitation" => gettext_f("asks: {message}", &[("message", &text)]),
