@@ -4,9 +4,23 @@
 use jsonc_parser::ast;
 use jsonc_parser::common::Ranged;
 
+/// A file written with CRLF line ends throughout is edited as LF and
+/// written back with CRLF, so the lines an edit adds match the others.
+fn keeping_crlf(text: &str, edit: impl FnOnce(&str) -> Result<String, String>) -> Result<String, String> {
+    let crlf = text.contains("\r\n") && !text.replace("\r\n", "").contains('\n');
+    if !crlf {
+        return edit(text);
+    }
+    edit(&text.replace("\r\n", "\n")).map(|out| out.replace('\n', "\r\n"))
+}
+
 /// Sets a top-level key to `value`: its value is replaced in place, or the
 /// key is added as the object's first member.
 pub fn set_top_level(text: &str, key: &str, value: &serde_json::Value) -> Result<String, String> {
+    keeping_crlf(text, |text| set_top_level_lf(text, key, value))
+}
+
+fn set_top_level_lf(text: &str, key: &str, value: &serde_json::Value) -> Result<String, String> {
     let parsed = jsonc_parser::parse_to_ast(text, &Default::default(), &Default::default())
         .map_err(|e| e.to_string())?;
     let Some(ast::Value::Object(obj)) = parsed.value else {
@@ -127,6 +141,10 @@ fn top_level_array<'a>(
 /// Appends `value` (an object) to the top-level list `key` (`permissions`),
 /// as `append_agent` does to `agents`.
 pub fn append_item(text: &str, key: &str, value: &serde_json::Value) -> Result<String, String> {
+    keeping_crlf(text, |text| append_item_lf(text, key, value))
+}
+
+fn append_item_lf(text: &str, key: &str, value: &serde_json::Value) -> Result<String, String> {
     let entry: Entry = value
         .as_object()
         .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
@@ -161,6 +179,10 @@ fn agent_range(agents: &ast::Array<'_>, name: &str) -> Option<(usize, jsonc_pars
 /// around it (indentation, a trailing comma); the rest of the text, comments
 /// included, is kept byte for byte.
 pub fn append_agent(text: &str, entry: &Entry) -> Result<String, String> {
+    keeping_crlf(text, |text| append_agent_lf(text, entry))
+}
+
+fn append_agent_lf(text: &str, entry: &Entry) -> Result<String, String> {
     append_to(text, "agents", entry)
 }
 
@@ -210,6 +232,10 @@ fn append_to(text: &str, key: &str, entry: &Entry) -> Result<String, String> {
 /// one it lacks is added after its last member, in the style around it.
 /// Nothing else in the file changes.
 pub fn set_agent_members(text: &str, name: &str, members: &Entry) -> Result<String, String> {
+    keeping_crlf(text, |text| set_agent_members_lf(text, name, members))
+}
+
+fn set_agent_members_lf(text: &str, name: &str, members: &Entry) -> Result<String, String> {
     let obj = parse_object(text)?;
     let Some((index, _)) = agents_array(&obj)?.and_then(|a| agent_range(a, name)) else {
         return Err(crate::i18n::gettext_f(
@@ -223,6 +249,10 @@ pub fn set_agent_members(text: &str, name: &str, members: &Entry) -> Result<Stri
 /// Sets members of item `index` of the top-level list `key`, as
 /// [`set_agent_members`] does.
 pub fn set_members_at(text: &str, key: &str, index: usize, members: &Entry) -> Result<String, String> {
+    keeping_crlf(text, |text| set_members_at_lf(text, key, index, members))
+}
+
+fn set_members_at_lf(text: &str, key: &str, index: usize, members: &Entry) -> Result<String, String> {
     let obj = parse_object(text)?;
     let Some(ast::Value::Object(entry)) = top_level_array(&obj, key)?.and_then(|a| a.elements.get(index))
     else {
@@ -301,6 +331,10 @@ pub fn set_members_at(text: &str, key: &str, index: usize, members: &Entry) -> R
 /// Removes the `agents` entry named `name` and its comma; its line goes
 /// when it held nothing else. Comments elsewhere stay byte for byte.
 pub fn remove_agent(text: &str, name: &str) -> Result<String, String> {
+    keeping_crlf(text, |text| remove_agent_lf(text, name))
+}
+
+fn remove_agent_lf(text: &str, name: &str) -> Result<String, String> {
     let obj = parse_object(text)?;
     let Some((index, _)) = agents_array(&obj)?.and_then(|a| agent_range(a, name)) else {
         return Err(crate::i18n::gettext_f(
@@ -313,6 +347,10 @@ pub fn remove_agent(text: &str, name: &str) -> Result<String, String> {
 
 /// Removes item `index` of the top-level list `key`, as [`remove_agent`] does.
 pub fn remove_at(text: &str, key: &str, index: usize) -> Result<String, String> {
+    keeping_crlf(text, |text| remove_at_lf(text, key, index))
+}
+
+fn remove_at_lf(text: &str, key: &str, index: usize) -> Result<String, String> {
     let obj = parse_object(text)?;
     let agents = top_level_array(&obj, key)?;
     let Some(range) = agents.and_then(|a| a.elements.get(index)).map(|v| v.range()) else {
@@ -522,5 +560,16 @@ mod tests {
             "{\"agents\": [{\n  \"name\": \"t\",\n  \"command\": \"c\",\n  \"env\": {},\n}]}"
         );
         assert!(set_agent_members(text, "nobody", &pairs(&[])).is_err());
+    }
+
+    #[test]
+    fn a_crlf_file_stays_crlf() {
+        let text =
+            "// mine\r\n{\r\n  \"agents\": [\r\n    {\"name\": \"a\", \"command\": \"x\"}\r\n  ]\r\n}\r\n";
+        let entry = pairs(&[("name", json!("b")), ("command", json!("y"))]);
+        let out = append_agent(text, &entry).expect("append");
+        assert!(!out.replace("\r\n", "").contains('\n'), "{out:?}");
+        assert_eq!(names(&out), ["a", "b"]);
+        assert_eq!(remove_agent(&out, "b").expect("remove"), text);
     }
 }
