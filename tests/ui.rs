@@ -1594,6 +1594,18 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
     spin(Duration::from_millis(300));
     save_png(&f.win, "43-allowed-by-rule")?;
 
+    // Preferences lists the rule, at its Permissions page.
+    parley::ui::preferences::show(f.win.upcast_ref(), &f.core, true);
+    let prefs = spin_find_window(app, "")?;
+    spin_until("the rule listed", Duration::from_secs(5), || {
+        texts(prefs.upcast_ref()).iter().any(|t| t == "Rule 1")
+    })?;
+    prefs.set_default_size(720, 520);
+    spin(Duration::from_millis(300));
+    save_png(&prefs, "46-permission-rules")?;
+    prefs.close();
+    drop(prefs);
+
     // Gamma: a silent turn is marked, with Cancel and Restart at hand.
     f.win.select_agent("gamma");
     f.core.chat.send("gamma", "silent 4").map_err(|e| e.to_string())?;

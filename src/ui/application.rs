@@ -246,7 +246,13 @@ fn setup_actions(app: &adw::Application) {
     });
     add_action(app, "preferences", None, |app, _| {
         if let Some(w) = window(app) {
-            crate::ui::preferences::show(w.upcast_ref(), w.core());
+            crate::ui::preferences::show(w.upcast_ref(), w.core(), false);
+        }
+    });
+    // A rule's mark in a conversation: Preferences at its Permissions page.
+    add_action(app, "permission-rules", None, |app, _| {
+        if let Some(w) = window(app) {
+            crate::ui::preferences::show(w.upcast_ref(), w.core(), true);
         }
     });
     add_action(app, "open-config", None, |app, _| {

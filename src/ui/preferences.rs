@@ -10,7 +10,8 @@ use crate::i18n::gettext;
 use crate::ui::runtime;
 
 /// Shows Preferences over `parent`, whose `win.toast` action shows errors.
-pub fn show(parent: &gtk::Window, core: &Core) {
+/// `rules_first`: open at the Permissions page.
+pub fn show(parent: &gtk::Window, core: &Core, rules_first: bool) {
     let current = core.current();
     let prefs = adw::PreferencesWindow::builder()
         .transient_for(parent)
@@ -88,6 +89,9 @@ pub fn show(parent: &gtk::Window, core: &Core) {
     rules.set_header_suffix(Some(&edit_button));
     rules_page.add(&rules);
     prefs.add(&rules_page);
+    if rules_first {
+        prefs.set_visible_page(&rules_page);
+    }
     let rules = std::rc::Rc::new(Rules {
         group: rules,
         parent: parent.downgrade(),
