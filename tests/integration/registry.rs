@@ -341,6 +341,17 @@ fn an_npx_agent_runs_through_npx() {
     assert!(err.contains("command not found: npx"), "{err}");
     assert!(err.contains("install it with sudo apt install npm"), "{err}");
     assert_eq!(std::fs::read_to_string(env.config()).expect("read"), COMMENTED);
+    // In a Flatpak the agent runs on the host: npx is not looked for here.
+    let out = env
+        .command(&["registry", "add", "npx-demo"])
+        .env("PATH", "/nonexistent")
+        .env("SHELL", "/bin/false")
+        .env("PARLEY_HOST_SPAWN", "flatpak-spawn --host")
+        .output()
+        .expect("run");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(env.config()).expect("read");
+    assert!(text.contains("\"command\": \"npx\""), "{text}");
 }
 
 #[test]

@@ -534,7 +534,8 @@ impl Core {
         };
         let events = self.events();
         let a = agent.clone();
-        tokio::task::spawn_blocking(move || install_blocking(&a, method, &cancel, &events))
+        let on_host = self.supervisor.spawns_on_host();
+        tokio::task::spawn_blocking(move || install_blocking(&a, method, on_host, &cancel, &events))
             .await
             .unwrap_or_else(|e| Err(e.to_string()))
     }
@@ -777,13 +778,16 @@ impl Reporter<'_> {
     }
 }
 
+/// `on_host`: agents run on the host (Flatpak), where npx or uvx cannot be
+/// looked for from here; the agent's start says so if it is missing.
 fn install_blocking(
     agent: &RegistryAgent,
     method: Method,
+    on_host: bool,
     cancel: &gio::Cancellable,
     events: &events::EventSender,
 ) -> Result<Installed, String> {
-    let result = install_method(agent, method, cancel, events);
+    let result = install_method(agent, method, on_host, cancel, events);
     if result.is_err() {
         // Removed only when empty: an installed version stays.
         let _ = std::fs::remove_dir(super::agents_dir().join(&agent.id));
@@ -810,6 +814,7 @@ type HowToRun = (
 fn install_method(
     agent: &RegistryAgent,
     method: Method,
+    on_host: bool,
     cancel: &gio::Cancellable,
     events: &events::EventSender,
 ) -> Result<HowToRun, String> {
@@ -828,7 +833,9 @@ fn install_method(
                     &[("package", &package.package)],
                 ));
             }
-            check_program(program)?;
+            if !on_host {
+                check_program(program)?;
+            }
             let mut args = Vec::new();
             if method == Method::Npx {
                 args.push("--yes".to_owned()); // no question on a terminal nobody sees

@@ -520,6 +520,12 @@ impl Supervisor {
     }
 
     /// What the agent said it can do, at its last `initialize`.
+    /// Agents run on the host (Parley is in a Flatpak): their programs are
+    /// found there, not on this side's PATH.
+    pub fn spawns_on_host(&self) -> bool {
+        !self.shared.spawn_prefix.is_empty()
+    }
+
     pub fn capabilities(&self, name: &str) -> Option<schema::AgentCapabilities> {
         lock(&self.shared.table).find(name)?.capabilities.clone()
     }
