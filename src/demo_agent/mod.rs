@@ -678,12 +678,7 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
             let answer = agent
                 .request(
                     "session/request_permission",
-                    json!({"sessionId": sid, "toolCall": call, "options": [
-                        {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
-                        {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
-                        {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
-                        {"optionId": "reject-always", "name": "Always reject", "kind": "reject_always"}
-                    ]}),
+                    json!({"sessionId": sid, "toolCall": call, "options": permission_options()}),
                 )
                 .await;
             let outcome = &answer["outcome"];
@@ -976,6 +971,16 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
     agent.respond(&id, json!({"stopReason": stop}));
 }
 
+/// The four options the demo agent offers with every permission request.
+fn permission_options() -> Value {
+    json!([
+        {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
+        {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
+        {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
+        {"optionId": "reject-always", "name": "Always reject", "kind": "reject_always"}
+    ])
+}
+
 async fn ask_permission(agent: &Agent, sid: &str, tool: &str, title: &str, kind: &str) -> String {
     if agent.always_allow.load(Ordering::Relaxed) {
         return "allow_always (remembered)".into();
@@ -988,12 +993,7 @@ async fn ask_permission(agent: &Agent, sid: &str, tool: &str, title: &str, kind:
             "session/request_permission",
             json!({"sessionId": sid,
             "toolCall": {"toolCallId": tool, "title": title, "kind": kind, "status": "pending"},
-            "options": [
-                {"optionId": "allow-once", "name": "Allow once", "kind": "allow_once"},
-                {"optionId": "allow-always", "name": "Always allow", "kind": "allow_always"},
-                {"optionId": "reject-once", "name": "Reject", "kind": "reject_once"},
-                {"optionId": "reject-always", "name": "Always reject", "kind": "reject_always"}
-            ]}),
+            "options": permission_options()}),
         )
         .await;
     let outcome = &answer["outcome"];

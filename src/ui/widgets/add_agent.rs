@@ -72,26 +72,7 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
         .margin_top(6)
         .css_classes(["dim-label", "caption"])
         .build();
-    let list = gtk::ListBox::builder()
-        .selection_mode(gtk::SelectionMode::None)
-        .css_classes(["boxed-list"])
-        .valign(gtk::Align::Start)
-        .build();
-    crate::ui::a11y::set_label(&list, &gettext("Agents in the registry"));
-    let scroller = gtk::ScrolledWindow::builder()
-        .hscrollbar_policy(gtk::PolicyType::Never)
-        .vexpand(true)
-        .child(
-            &adw::Clamp::builder()
-                .maximum_size(720)
-                .margin_top(12)
-                .margin_bottom(12)
-                .margin_start(12)
-                .margin_end(12)
-                .child(&list)
-                .build(),
-        )
-        .build();
+    let (list, scroller) = super::boxed_list(&gettext("Agents in the registry"), 720);
     let loading = adw::StatusPage::builder()
         .title(gettext("Reading the Registry…"))
         .child(

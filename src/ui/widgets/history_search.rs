@@ -41,25 +41,7 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
     let header = adw::HeaderBar::builder()
         .title_widget(&adw::Clamp::builder().maximum_size(400).child(&entry).build())
         .build();
-    let results = gtk::ListBox::builder()
-        .selection_mode(gtk::SelectionMode::None)
-        .css_classes(["boxed-list"])
-        .valign(gtk::Align::Start)
-        .build();
-    crate::ui::a11y::set_label(&results, &gettext("Search results"));
-    let clamp = adw::Clamp::builder()
-        .maximum_size(640)
-        .margin_top(12)
-        .margin_bottom(12)
-        .margin_start(12)
-        .margin_end(12)
-        .child(&results)
-        .build();
-    let scroller = gtk::ScrolledWindow::builder()
-        .hscrollbar_policy(gtk::PolicyType::Never)
-        .vexpand(true)
-        .child(&clamp)
-        .build();
+    let (results, scroller) = super::boxed_list(&gettext("Search results"), 640);
     let status = adw::StatusPage::builder()
         .icon_name("system-search-symbolic")
         .title(gettext("Search Conversations"))

@@ -47,26 +47,7 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
         .default_height(480)
         .build();
     let header = adw::HeaderBar::new();
-    let list = gtk::ListBox::builder()
-        .selection_mode(gtk::SelectionMode::None)
-        .css_classes(["boxed-list"])
-        .valign(gtk::Align::Start)
-        .build();
-    crate::ui::a11y::set_label(&list, &gettext("Waiting for you"));
-    let scroller = gtk::ScrolledWindow::builder()
-        .hscrollbar_policy(gtk::PolicyType::Never)
-        .vexpand(true)
-        .child(
-            &adw::Clamp::builder()
-                .maximum_size(640)
-                .margin_top(12)
-                .margin_bottom(12)
-                .margin_start(12)
-                .margin_end(12)
-                .child(&list)
-                .build(),
-        )
-        .build();
+    let (list, scroller) = super::boxed_list(&gettext("Waiting for you"), 640);
     let empty = adw::StatusPage::builder()
         .icon_name("user-available-symbolic")
         .title(gettext("Nothing Waits for You"))

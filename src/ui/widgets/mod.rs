@@ -29,6 +29,32 @@ pub use message_row::MessageRow;
 pub use permission_banner::PermissionBanner;
 pub use sign_in_page::SignInPage;
 
+/// The list of a dialog (search hits, the inbox, the registry): a boxed
+/// list named `label` for screen readers, clamped to `width`, scrolling.
+pub fn boxed_list(label: &str, width: i32) -> (gtk::ListBox, gtk::ScrolledWindow) {
+    let list = gtk::ListBox::builder()
+        .selection_mode(gtk::SelectionMode::None)
+        .css_classes(["boxed-list"])
+        .valign(gtk::Align::Start)
+        .build();
+    crate::ui::a11y::set_label(&list, label);
+    let scroller = gtk::ScrolledWindow::builder()
+        .hscrollbar_policy(gtk::PolicyType::Never)
+        .vexpand(true)
+        .child(
+            &adw::Clamp::builder()
+                .maximum_size(width)
+                .margin_top(12)
+                .margin_bottom(12)
+                .margin_start(12)
+                .margin_end(12)
+                .child(&list)
+                .build(),
+        )
+        .build();
+    (list, scroller)
+}
+
 /// Escape and Ctrl+W close `controller`'s window, as GNOME dialogs do.
 pub fn add_close_keys(controller: &gtk::ShortcutController) {
     for key in ["Escape", "<Control>w"] {
