@@ -90,12 +90,15 @@
 //!   and beside Parley's own programs (the bundled demo agent).
 //! - **The conversation list shows rows, not messages**: a message is one
 //!   row per part, and an agent's text is cut into rows of about 1 KB
-//!   (`ui::models::segments`), flattened into one `GtkListView` model. GTK
-//!   4.8 realizes ~200 rows around its anchor; streamed text rows stay
-//!   stand-ins at an estimated height until they are on screen
-//!   (`MessageRow::reveal`), so a frame costs what is visible, not what
-//!   arrived. Text deltas are joined on a thread before the main loop
-//!   (`ui::bridge`). Figures in BENCHMARKS.md.
+//!   (`ui::models::segments`), flattened into one model. The list is the
+//!   conversation's own virtualised widget (`ui::widgets::message_list`):
+//!   it binds, measures and lays out only the rows on the page (and binds
+//!   a page above and below in idle time), knows the others by a measured
+//!   or estimated height, and scrolls by an anchor row, so a frame costs
+//!   what is visible, not what the conversation holds. GTK 4.8's list view
+//!   kept ~200 rows bound and re-bound them while scrolling. Text deltas
+//!   are joined on a thread before the main loop (`ui::bridge`). Figures in
+//!   BENCHMARKS.md.
 //! - The window and its views (conversation, composer, permission banner,
 //!   agent and message rows) are composite templates; the small dialogs
 //!   (settings editor, logs) and the slash-command popover are built in

@@ -376,7 +376,7 @@ fn terminal_in_a_tool_card(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
     type_and_send(&f, "terminal-colors");
-    let list: gtk::Widget = f.win.conversation_view().list_view().upcast();
+    let list: gtk::Widget = f.win.conversation_view().message_list().upcast();
     spin_until(
         "the terminal's output in the tool card",
         Duration::from_secs(20),
@@ -453,7 +453,34 @@ fn type_and_send(f: &Fixture, text: &str) {
 }
 
 fn conversation_texts(f: &Fixture) -> Vec<String> {
-    texts(f.win.conversation_view().list_view().upcast_ref())
+    texts(f.win.conversation_view().message_list().upcast_ref())
+}
+
+/// Calls `each` with the conversation's list on every page of it, from the
+/// top down to the end (the list binds only the rows of its page), and
+/// leaves it at the top, not following the end.
+fn for_each_page(
+    f: &Fixture,
+    mut each: impl FnMut(&parley::ui::widgets::message_list::MessageList),
+) -> Result<(), String> {
+    let view = f.win.conversation_view();
+    let list = view.message_list();
+    let adj = view.scroller().vadjustment();
+    view.set_sticky(false);
+    adj.set_value(0.0);
+    spin(Duration::from_millis(150));
+    for _ in 0..200 {
+        each(&list);
+        if list.last_row_shown() {
+            view.set_sticky(false);
+            adj.set_value(0.0);
+            spin(Duration::from_millis(150));
+            return Ok(());
+        }
+        adj.set_value(adj.value() + adj.page_size() * 0.8);
+        spin(Duration::from_millis(100));
+    }
+    Err("the end of the conversation was not reached in 200 pages".into())
 }
 
 fn demo_turn_with_permission(app: &adw::Application) -> Result<(), String> {
@@ -608,6 +635,141 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
     Ok(())
 }
 
+/// 2,000 messages in the conversation: its list binds about a page of
+/// rows, not hundreds; shows the end, then the top; the arrow keys walk
+/// the rows past the page's edge, each brought into view as it takes the
+/// focus; rows are children in the order they are read, and are exposed
+/// as a list's items.
+fn a_long_conversation_binds_only_its_page(app: &adw::Application) -> Result<(), String> {
+    use parley::core::chat::message::{Message, Part, Role};
+    use parley::ui::models::MessageObject;
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    let store = f.win.agent("demo").ok_or("no agent")?.messages();
+    let objects: Vec<MessageObject> = (0..2000)
+        .map(|i| {
+            let role = if i % 2 == 0 { Role::User } else { Role::Agent };
+            let mut m = Message::new(format!("m{i}"), "demo", role);
+            m.done = true;
+            m.parts.push(Part::Text {
+                text: format!(
+                    "Message number {i:04}: {}",
+                    "lorem ipsum dolor sit amet ".repeat(i % 7 + 1)
+                ),
+            });
+            MessageObject::new(m)
+        })
+        .collect();
+    store.splice(0, 0, &objects);
+    let view = f.win.conversation_view();
+    let list = view.message_list();
+    spin_until("the last message on screen", Duration::from_secs(10), || {
+        list.last_row_shown()
+    })?;
+    spin(Duration::from_millis(300));
+    let shown = |list: &parley::ui::widgets::message_list::MessageList| -> Vec<String> {
+        list.bound_rows()
+            .iter()
+            .filter_map(|(r, _)| r.message().map(|m| m.id()))
+            .collect()
+    };
+    let bound = list.bound_rows().len();
+    if bound > 80 {
+        return Err(format!("{bound} rows are bound for one page of 2,000 messages"));
+    }
+    if !shown(&list).iter().any(|id| id == "m1999") {
+        return Err(format!("the last message is not bound: {:?}", shown(&list)));
+    }
+    if list.property::<gtk::AccessibleRole>("accessible-role") != gtk::AccessibleRole::List {
+        return Err(format!(
+            "the list's role is {:?}",
+            list.property::<gtk::AccessibleRole>("accessible-role")
+        ));
+    }
+    // To the top.
+    view.set_sticky(false);
+    view.scroller().vadjustment().set_value(0.0);
+    spin_until("the first message on screen", Duration::from_secs(5), || {
+        conversation_texts(&f)
+            .iter()
+            .any(|t| t.contains("Message number 0000"))
+    })?;
+    if list.last_row_shown() {
+        return Err("the end is still on screen at the top".into());
+    }
+    let first = list
+        .bound_rows()
+        .into_iter()
+        .find(|(r, _)| r.message().is_some_and(|m| m.id() == "m0"))
+        .map(|(_, w)| w)
+        .ok_or("the first row is not bound")?;
+    if first.property::<gtk::AccessibleRole>("accessible-role") != gtk::AccessibleRole::ListItem {
+        return Err(format!(
+            "a row's role is {:?}",
+            first.property::<gtk::AccessibleRole>("accessible-role")
+        ));
+    }
+    first.grab_focus();
+    // Down, forty rows: far past the first page.
+    for k in 1..=40 {
+        list.child_focus(gtk::DirectionType::Down);
+        spin(Duration::from_millis(40));
+        let focus = gtk::prelude::GtkWindowExt::focus(&f.win).ok_or("no focus")?;
+        let row = focus
+            .downcast_ref::<parley::ui::widgets::MessageRow>()
+            .ok_or_else(|| format!("the focus is on a {}", focus.type_().name()))?;
+        let id = row
+            .row()
+            .and_then(|r| r.message())
+            .map(|m| m.id())
+            .unwrap_or_default();
+        if id != format!("m{k}") {
+            return Err(format!("Down {k} times focused {id}"));
+        }
+        let b = row.compute_bounds(&list).ok_or("the focused row has no bounds")?;
+        if b.y() < -0.5 || b.y() + b.height() > list.height() as f32 + 0.5 {
+            return Err(format!(
+                "row m{k} is not in view: {}..{} of {}",
+                b.y(),
+                b.y() + b.height(),
+                list.height()
+            ));
+        }
+    }
+    list.child_focus(gtk::DirectionType::Up);
+    spin(Duration::from_millis(40));
+    let back = gtk::prelude::GtkWindowExt::focus(&f.win)
+        .and_downcast::<parley::ui::widgets::MessageRow>()
+        .and_then(|r| r.row())
+        .and_then(|r| r.message())
+        .map(|m| m.id());
+    if back.as_deref() != Some("m39") {
+        return Err(format!("Up focused {back:?}"));
+    }
+    // The children in reading order.
+    let mut order = Vec::new();
+    let mut child = list.first_child();
+    while let Some(c) = child {
+        if c.is_child_visible() {
+            if let Some(n) = c
+                .downcast_ref::<parley::ui::widgets::MessageRow>()
+                .and_then(|r| r.row())
+                .and_then(|r| r.message())
+                .and_then(|m| m.id()[1..].parse::<u32>().ok())
+            {
+                order.push(n);
+            }
+        }
+        child = c.next_sibling();
+    }
+    if order.is_empty() || order.windows(2).any(|w| w[0] > w[1]) {
+        return Err(format!("the rows are not in order: {order:?}"));
+    }
+    save_png(&f.win, "24-long-conversation-keyboard")?;
+    close(f);
+    Ok(())
+}
+
 /// The text of every text view (code blocks) below `w`, in order.
 fn code_texts(w: &gtk::Widget) -> Vec<String> {
     let mut out = Vec::new();
@@ -674,7 +836,7 @@ const FOUR_FENCES: [&str; 4] = [
 /// Checks that the conversation shows the four code blocks of the
 /// `four-fences` fixture in their views, and no other.
 fn four_fences_drawn(f: &Fixture, png: &str) -> Result<(), String> {
-    let view = f.win.conversation_view().list_view();
+    let view = f.win.conversation_view().message_list();
     spin_until("four code blocks drawn", Duration::from_secs(10), || {
         code_texts(view.upcast_ref()).len() >= 4
     })
@@ -741,28 +903,38 @@ fn control_and_bidi_characters_are_shown_visibly(app: &adw::Application) -> Resu
     spin_until("the next answer", Duration::from_secs(10), || {
         conversation_texts(&f).iter().any(|t| t == "still alive")
     })?;
-    // Collapsed parts (the thought) are shown too.
-    let view = f.win.conversation_view().list_view();
-    let mut expanders = Vec::new();
-    let mut stack = vec![view.clone().upcast::<gtk::Widget>()];
-    while let Some(w) = stack.pop() {
-        if let Ok(e) = w.clone().downcast::<gtk::Expander>() {
-            expanders.push(e);
+    // The list lays out only the rows on its page: it is read a page at
+    // a time from the top, with collapsed parts (the thought) opened.
+    let view = f.win.conversation_view().message_list();
+    let mut all = Vec::new();
+    let mut first_page = true;
+    for_each_page(&f, |view| {
+        let mut expanders = Vec::new();
+        let mut stack = vec![view.clone().upcast::<gtk::Widget>()];
+        while let Some(w) = stack.pop() {
+            if let Ok(e) = w.clone().downcast::<gtk::Expander>() {
+                expanders.push(e);
+            }
+            let mut child = w.first_child();
+            while let Some(c) = child {
+                stack.push(c.clone());
+                child = c.next_sibling();
+            }
         }
-        let mut child = w.first_child();
-        while let Some(c) = child {
-            stack.push(c.clone());
-            child = c.next_sibling();
+        for e in &expanders {
+            e.set_expanded(true);
         }
+        spin(Duration::from_millis(200));
+        if std::mem::take(&mut first_page) {
+            let _ = save_png(&f.win, "10-hostile-text");
+        }
+        all.extend(texts(view.upcast_ref()));
+        all.extend(code_texts(view.upcast_ref()));
+        all.extend(markups(view.upcast_ref()));
+    })?;
+    if view.last_row_shown() {
+        return Err("the view stayed at the end while paging from the top".into());
     }
-    for e in &expanders {
-        e.set_expanded(true);
-    }
-    spin(Duration::from_millis(200));
-    save_png(&f.win, "10-hostile-text")?;
-    let mut all = conversation_texts(&f);
-    all.extend(code_texts(view.upcast_ref()));
-    all.extend(markups(view.upcast_ref()));
     if let Some(raw) = all.iter().find(|t| t.chars().any(hidden_char)) {
         return Err(format!("a raw control character is shown: {raw:?}"));
     }
@@ -832,7 +1004,7 @@ fn a_misleading_link_shows_its_real_target(app: &adw::Application) -> Result<(),
     select_demo(&f)?;
     answer_fixture(&f, "link")?;
     let target = "https://evil.example/login";
-    let view = f.win.conversation_view().list_view();
+    let view = f.win.conversation_view().message_list();
     let mut found = None;
     let mut stack = vec![view.clone().upcast::<gtk::Widget>()];
     while let Some(w) = stack.pop() {
@@ -968,7 +1140,7 @@ fn layout_from_phone_to_wide(app: &adw::Application) -> Result<(), String> {
                 ));
             }
         }
-        let list = f.win.conversation_view().list_view();
+        let list = f.win.conversation_view().message_list();
         if width == 1920 && list.width() > 1000 {
             return Err(format!("at 1920 px the conversation is {} px wide", list.width()));
         }
@@ -2416,6 +2588,10 @@ fn main() {
         (
             "ui::a_long_stream_is_followed_to_its_end",
             a_long_stream_is_followed_to_its_end,
+        ),
+        (
+            "ui::a_long_conversation_binds_only_its_page",
+            a_long_conversation_binds_only_its_page,
         ),
         (
             "ui::code_blocks_of_a_whole_message_show_their_code",

@@ -2,7 +2,7 @@
 //! Markdown text, thoughts (collapsed), tool cards with their diffs, the
 //! plan; the first row of a message has its header, the last how it ended.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 
 use agent_client_protocol_schema::v1 as acp;
 use gtk::glib;
@@ -31,9 +31,6 @@ mod imp {
         pub rules_button: TemplateChild<gtk::Button>,
         pub bound: RefCell<Option<(RowObject, glib::SignalHandlerId)>>,
         pub agent_title: RefCell<String>,
-        /// Whether the row's text is laid out, or only stands in for it at
-        /// its estimated height (see [`super::MessageRow::reveal`]).
-        pub revealed: Cell<bool>,
         /// The row, revision and title last drawn: a widget bound again to
         /// the row it just showed keeps what it drew.
         pub shown: RefCell<Option<(glib::WeakRef<RowObject>, u64, String)>>,
@@ -47,6 +44,8 @@ mod imp {
 
         fn class_init(klass: &mut Self::Class) {
             klass.bind_template();
+            // A row of the conversation's list (see `MessageList`).
+            klass.set_accessible_role(gtk::AccessibleRole::ListItem);
         }
 
         fn instance_init(obj: &glib::subclass::InitializingObject<Self>) {
@@ -75,7 +74,7 @@ impl Default for MessageRow {
 /// paragraphs flow (soft breaks are spaces) and wrap at `per_line`
 /// characters; list items, headings, quotes, table and code lines stand
 /// alone; blocks are 8 px apart, as in the parts box.
-fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
+pub(crate) fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
     let mut lines = 0.0;
     let mut blocks = 0u32;
     let mut para = 0usize;
@@ -159,7 +158,6 @@ impl MessageRow {
                 shown.upgrade().as_ref() == Some(row) && *revision == row.revision() && title == agent_title
             });
         if !unchanged {
-            imp.revealed.set(false);
             self.render(row);
         }
     }
@@ -170,80 +168,19 @@ impl MessageRow {
         }
     }
 
+    /// Shows nothing until bound again (a spare row of the list).
+    pub fn clear(&self) {
+        let imp = self.imp();
+        imp.shown.replace(None);
+        clear(&imp.parts);
+        imp.role.set_label("");
+        imp.footer.set_label("");
+        crate::ui::a11y::set_label(self, "");
+    }
+
     /// The row it shows.
     pub fn row(&self) -> Option<RowObject> {
         self.imp().bound.borrow().as_ref().map(|(row, _)| row.clone())
-    }
-
-    /// Whether the row only stands in for its text so far.
-    pub fn is_lazy(&self) -> bool {
-        let imp = self.imp();
-        !imp.revealed.get()
-            && imp
-                .bound
-                .borrow()
-                .as_ref()
-                .is_some_and(|(row, _)| matches!(row.kind(), RowKind::Text { .. }))
-    }
-
-    /// Lays the row's text out. GTK 4.8's list view keeps up to 200 rows
-    /// realized around the one it is anchored to, most of them off screen;
-    /// a streamed text row is drawn for real only once the window sees it
-    /// near the visible area (`ParleyWindow::reveal_visible_rows`), and
-    /// until then is an empty box of about its height. This is what keeps a
-    /// frame short while an agent streams megabytes (BENCHMARKS.md).
-    pub fn reveal(&self) {
-        let imp = self.imp();
-        if imp.revealed.replace(true) {
-            return;
-        }
-        let row = imp.bound.borrow().as_ref().map(|(row, _)| row.clone());
-        if let Some(row) = row {
-            self.render(&row);
-        }
-    }
-
-    /// About the height of `text` laid out at the row's width, from the
-    /// font's metrics; exact enough that revealed rows barely move.
-    fn estimated_height(&self, text: &str) -> i32 {
-        // Pango measures a sample text for these: once per font is enough.
-        thread_local! {
-            static METRICS: Cell<Option<(u64, f64, f64)>> = const { Cell::new(None) };
-        }
-        let context = self.pango_context();
-        let font = context.font_description().map_or(0, |f| {
-            use std::hash::{Hash, Hasher};
-            let mut h = std::collections::hash_map::DefaultHasher::new();
-            f.hash(&mut h);
-            h.finish()
-        });
-        let cached = METRICS.take().filter(|(f, _, _)| *f == font);
-        let (char_w, line_h) = match cached {
-            Some((f, w, h)) => {
-                METRICS.set(Some((f, w, h)));
-                (w, h)
-            }
-            None => {
-                let metrics = context.metrics(None, None);
-                let w = (metrics.approximate_char_width() as f64 / gtk::pango::SCALE as f64).max(1.0);
-                let h = ((metrics.ascent() + metrics.descent()) as f64 / gtk::pango::SCALE as f64).max(1.0);
-                METRICS.set(Some((font, w, h)));
-                (w, h)
-            }
-        };
-        // A row just made has no width yet: the nearest ancestor with one
-        // (the list view) tells.
-        let mut width = self.width();
-        let mut up = self.parent();
-        while width <= 0 {
-            let Some(w) = up else { break };
-            width = w.width();
-            up = w.parent();
-        }
-        let width = if width > 0 { width } else { 600 };
-        // The row's padding (style.css) is outside the parts box.
-        let per_line = ((width as f64 - 36.0) / char_w).max(20.0);
-        estimate_lines(text, per_line, line_h)
     }
 
     /// Draws the row again, whole: a row is at most a segment of a text
@@ -255,7 +192,6 @@ impl MessageRow {
         imp.shown
             .replace(Some((weak, row.revision(), imp.agent_title.borrow().clone())));
         clear(&imp.parts);
-        imp.parts.set_size_request(-1, -1);
         let Some(m) = row.message() else { return };
         let stamp = row.stamp();
         m.with(|msg| {
@@ -305,23 +241,12 @@ impl MessageRow {
                             None => text.get(start..),
                         }
                         .unwrap_or_default();
-                        // Drawn before and kept: as good as revealed.
-                        if !imp.revealed.get() && cached(row).is_some() {
-                            imp.revealed.set(true);
-                        }
-                        if imp.revealed.get() {
-                            let content = self.content_for(row, |b| append_markdown(b, slice));
-                            imp.parts.append(&content);
-                        } else {
-                            let h = self.estimated_height(slice);
-                            imp.parts.set_size_request(-1, h);
-                        }
+                        let content = self.content_for(row, |b| append_markdown(b, slice));
+                        imp.parts.append(&content);
                     }
                 }
             }
-            let placeholder = matches!(row.kind(), RowKind::Text { .. }) && !imp.revealed.get();
-            imp.parts
-                .set_visible(imp.parts.first_child().is_some() || placeholder);
+            imp.parts.set_visible(imp.parts.first_child().is_some());
             let footer = if stamp.last {
                 footer_text(msg)
             } else {
@@ -333,13 +258,11 @@ impl MessageRow {
             );
             // It may quote the agent's error.
             imp.footer.set_label(&visible(&footer));
-            // The list item around the row is what a screen reader lands
-            // on: it is named by who speaks and what the row holds.
-            if let Some(item) = self.parent() {
-                let who = imp.role.label();
-                let what = row_summary(msg, row.kind(), &footer);
-                crate::ui::a11y::set_label(&item, &format!("{who}: {what}"));
-            }
+            // The row is what a screen reader lands on: it is named by who
+            // speaks and what the row holds.
+            let who = imp.role.label();
+            let what = row_summary(msg, row.kind(), &footer);
+            crate::ui::a11y::set_label(self, &format!("{who}: {what}"));
         });
     }
 }

@@ -13,6 +13,7 @@ pub mod history_search;
 pub mod inbox;
 pub mod logs;
 pub mod mention_completion;
+pub mod message_list;
 pub mod message_parts;
 pub mod message_row;
 pub mod option_pickers;
