@@ -143,14 +143,7 @@ fn ingest_floor(n: usize) -> Duration {
 /// adds to reading the stream (`ingest_floor` leaves the agent out).
 fn ingest_pipe_floor(n: usize) -> Duration {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut child = Command::new(demo())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("demo");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut out = BufReader::new(child.stdout.take().expect("stdout"));
+    let (mut child, mut stdin, mut out) = spawn_demo();
     let mut line = String::new();
     // The answer to request `id`, each line before it parsed.
     let mut answer = |stdin: &mut std::process::ChildStdin, id: u64, request: Value| -> Value {
@@ -217,21 +210,30 @@ fn ingest_core(n: usize, history: bool) -> Duration {
     ours
 }
 
-fn raw_handshake() -> Duration {
-    let t = Instant::now();
+/// The demo agent, spoken to by hand: its stdin, and its stdout buffered.
+fn spawn_demo() -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    BufReader<std::process::ChildStdout>,
+) {
     let mut child = Command::new(demo())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("demo");
-    let mut stdin = child.stdin.take().expect("stdin");
+    let stdin = child.stdin.take().expect("stdin");
+    let out = BufReader::new(child.stdout.take().expect("stdout"));
+    (child, stdin, out)
+}
+
+fn raw_handshake() -> Duration {
+    let t = Instant::now();
+    let (mut child, mut stdin, mut out) = spawn_demo();
     writeln!(stdin, r#"{{"jsonrpc":"2.0","id":0,"method":"initialize","params":{{"protocolVersion":1,"clientCapabilities":{{}}}}}}"#)
         .expect("write");
     let mut line = String::new();
-    BufReader::new(child.stdout.take().expect("stdout"))
-        .read_line(&mut line)
-        .expect("read");
+    out.read_line(&mut line).expect("read");
     let took = t.elapsed();
     drop(stdin);
     let _ = child.wait();

@@ -589,16 +589,21 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         worst.as_secs_f64() * 1e3,
         gap.as_secs_f64() * 1e3
     );
-    // A frame's budget at 60 Hz is the floor of the longest one.
+    // A frame's budget at 60 Hz is the floor of the longest one. (The
+    // 2,000-message figures keep the names they had before 20,000 came.)
+    let name = match size {
+        2_000 => "long conversation".to_owned(),
+        _ => format!("long conversation of {size} messages"),
+    };
     figures::record(
-        &format!("long conversation of {size} messages, longest frame"),
+        &format!("{name}, longest frame"),
         worst.as_secs_f64() * 1e3,
         "ms",
         Some(1000.0 / 60.0),
         Some(1.0),
     );
     figures::record(
-        &format!("long conversation of {size} messages, frames over 16 ms"),
+        &format!("{name}, frames over 16 ms"),
         over_16 as f64,
         "frames",
         None,
@@ -698,7 +703,7 @@ fn stream_figure(app: &adw::Application, n: usize) {
     let worst = runs.iter().map(|r| r.3).max().unwrap_or_default();
     let over_50: usize = runs.iter().map(|r| r.5).sum();
     println!(
-        "stream {n:>7} chunks: median of 3: window {:>8.1} ms, core {:>7.1} ms, ratio {ratio:>6.2} (goal ≤ 1.5; runs {:.2}–{:.2}); {frames} frames; longest gap in 3 runs {:>6.1} ms, {over_50} over 50 ms",
+        "stream {n:>7} chunks: median of 3: window {:>8.1} ms, core {:>7.1} ms, ratio {ratio:>6.2} (goal ≤ 1.2; runs {:.2}–{:.2}); {frames} frames; longest gap in 3 runs {:>6.1} ms, {over_50} over 50 ms",
         total.as_secs_f64() * 1e3,
         core.as_secs_f64() * 1e3,
         runs[0].0,
