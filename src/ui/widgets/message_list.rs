@@ -191,6 +191,15 @@ mod imp {
         /// The rows to bind ahead: from, to, and the first below the page.
         pub ahead: Cell<(usize, usize, usize)>,
         pub ahead_source: RefCell<Option<glib::SourceId>>,
+        /// The children wait to be put in the order of their rows.
+        pub reorder_pending: Cell<bool>,
+        /// Spare rows wait to be emptied.
+        pub clear_pending: Cell<bool>,
+        /// The rows need binding or measuring before the next allocation.
+        pub dirty: Cell<bool>,
+        /// The last width and height laid out.
+        pub size: Cell<(i32, i32)>,
+        pub update_handler: RefCell<Option<(gtk::gdk::FrameClock, glib::SignalHandlerId)>>,
     }
 
     impl Default for MessageList {
@@ -215,6 +224,11 @@ mod imp {
                 metrics: Cell::default(),
                 ahead: Cell::default(),
                 ahead_source: RefCell::default(),
+                reorder_pending: Cell::default(),
+                clear_pending: Cell::default(),
+                dirty: Cell::default(),
+                size: Cell::default(),
+                update_handler: RefCell::default(),
             }
         }
     }
@@ -240,13 +254,13 @@ mod imp {
                 self.value_handler.replace(Some(id));
             }
             self.vadjustment.replace(adj);
-            self.obj().queue_allocate();
+            self.obj().invalidate();
         }
 
         fn set_follow_end(&self, follow: bool) {
             if self.follow_end.replace(follow) != follow {
                 self.obj().notify_follow_end();
-                self.obj().queue_allocate();
+                self.obj().invalidate();
             }
         }
 
@@ -255,7 +269,7 @@ mod imp {
                 self.agent_title.replace(title);
                 // Rows draw the title on their next binding.
                 self.obj().release_all();
-                self.obj().queue_allocate();
+                self.obj().invalidate();
             }
         }
     }
@@ -330,7 +344,28 @@ mod imp {
         }
 
         fn size_allocate(&self, width: i32, height: i32, _baseline: i32) {
-            self.obj().layout(width, height);
+            self.obj().layout(width, height, true);
+        }
+
+        fn realize(&self) {
+            self.parent_realize();
+            let obj = self.obj();
+            if let Some(clock) = obj.frame_clock() {
+                let weak = obj.downgrade();
+                let id = clock.connect_update(move |_| {
+                    if let Some(list) = weak.upgrade() {
+                        list.prepare();
+                    }
+                });
+                self.update_handler.replace(Some((clock, id)));
+            }
+        }
+
+        fn unrealize(&self) {
+            if let Some((clock, id)) = self.update_handler.take() {
+                clock.disconnect(id);
+            }
+            self.parent_unrealize();
         }
 
         fn focus(&self, direction: gtk::DirectionType) -> bool {
@@ -437,6 +472,31 @@ impl MessageList {
         } else if index >= position {
             imp.anchor.set((position, 0));
         }
+        self.invalidate();
+    }
+
+    /// The rows are to be laid out again: bound and measured in the next
+    /// frame's update phase, then allocated.
+    fn invalidate(&self) {
+        let imp = self.imp();
+        imp.dirty.set(true);
+        match self.frame_clock() {
+            Some(clock) => clock.request_phase(gtk::gdk::FrameClockPhase::UPDATE),
+            None => self.queue_allocate(),
+        }
+    }
+
+    /// The update phase: binds and measures what the next allocation needs.
+    fn prepare(&self) {
+        let imp = self.imp();
+        let (width, page) = imp.size.get();
+        if !imp.dirty.get() || width <= 0 {
+            if imp.dirty.get() {
+                self.queue_allocate();
+            }
+            return;
+        }
+        self.layout(width, page, false);
         self.queue_allocate();
     }
 
@@ -461,7 +521,7 @@ impl MessageList {
         let imp = self.imp();
         let anchor = imp.heights.borrow_mut().row_at(value.round() as i64);
         imp.anchor.set(anchor);
-        self.queue_allocate();
+        self.invalidate();
     }
 
     /// The widget showing row `i`, bound to it now if none is.
@@ -493,9 +553,18 @@ impl MessageList {
         natural
     }
 
-    /// Binds, measures and places the rows of the page.
-    fn layout(&self, width: i32, page: i32) {
+    /// Binds, measures and places the rows of the page; allocates them
+    /// too with `allocate`. Done first in the frame's update phase
+    /// (`prepare`), where binding a row, letting one go or moving the
+    /// adjustment may queue resizes; the allocation that follows then
+    /// finds it all done. A resize queued during the allocation itself is
+    /// lost to GTK 4.8 for that frame: the window drew without the
+    /// conversation ("Trying to snapshot GtkStack without a current
+    /// allocation").
+    fn layout(&self, width: i32, page: i32, allocate: bool) {
         let imp = self.imp();
+        imp.dirty.set(false);
+        imp.size.set((width, page));
         let n = imp.heights.borrow().len();
         if width != imp.width.get() {
             imp.width.set(width);
@@ -537,7 +606,7 @@ impl MessageList {
                 height: imp.heights.borrow().get(i),
             });
         }
-        self.place(&placed, &near, width);
+        self.place(&placed, &near, width, allocate);
         let all_near_bound = near.keys().all(|r| imp.bound.borrow().contains_key(r));
         if !all_near_bound && !imp.follow_end.get() {
             self.schedule_ahead();
@@ -618,7 +687,13 @@ impl MessageList {
     /// Lets go of the widgets of rows neither `placed` nor `near`, puts the
     /// others in the order of their rows (the order a screen reader reads)
     /// and allocates the placed ones; the near ones wait, not shown.
-    fn place(&self, placed: &HashMap<RowObject, Placed>, near: &HashMap<RowObject, usize>, width: i32) {
+    fn place(
+        &self,
+        placed: &HashMap<RowObject, Placed>,
+        near: &HashMap<RowObject, usize>,
+        width: i32,
+        allocate: bool,
+    ) {
         let imp = self.imp();
         let mut released = Vec::new();
         imp.bound.borrow_mut().retain(|row, widget| {
@@ -641,11 +716,13 @@ impl MessageList {
             })
             .collect();
         widgets.sort_by_key(|w| w.0);
+        if !allocate {
+            return;
+        }
         let mut previous: Option<gtk::Widget> = None;
+        let mut in_order = true;
         for (_, at, widget) in widgets {
-            if widget.prev_sibling() != previous {
-                widget.insert_after(self, previous.as_ref());
-            }
+            in_order &= widget.prev_sibling() == previous;
             match at {
                 Some(p) => {
                     widget.set_child_visible(true);
@@ -656,6 +733,40 @@ impl MessageList {
             }
             previous = Some(widget.upcast());
         }
+        if !in_order {
+            self.schedule_reorder();
+        }
+    }
+
+    /// Puts the children in the order of their rows, after the layout:
+    /// moving a child queues a resize, which during the layout left the
+    /// window's conversation stack unallocated for the frame's drawing
+    /// ("Trying to snapshot GtkStack without a current allocation").
+    fn schedule_reorder(&self) {
+        let imp = self.imp();
+        if imp.reorder_pending.replace(true) {
+            return;
+        }
+        let weak = self.downgrade();
+        glib::idle_add_local_once(move || {
+            let Some(list) = weak.upgrade() else { return };
+            let imp = list.imp();
+            imp.reorder_pending.set(false);
+            let mut widgets: Vec<(usize, MessageRow)> = imp
+                .bound
+                .borrow()
+                .iter()
+                .filter_map(|(row, w)| Some((list.index_of(row)?, w.clone())))
+                .collect();
+            widgets.sort_by_key(|w| w.0);
+            let mut previous: Option<gtk::Widget> = None;
+            for (_, widget) in widgets {
+                if widget.prev_sibling() != previous {
+                    widget.insert_after(&list, previous.as_ref());
+                }
+                previous = Some(widget.upcast());
+            }
+        });
     }
 
     fn schedule_ahead(&self) {
@@ -716,6 +827,11 @@ impl MessageList {
         };
         let page = page as f64;
         let upper = (total as f64).max(page);
+        let same = |a: f64, b: f64| (a - b).abs() < 0.5;
+        if same(adj.value(), value as f64) && same(adj.upper(), upper) && same(adj.page_size(), page) {
+            // Configuring it anyway would have its watchers queue resizes.
+            return;
+        }
         let handler = imp.value_handler.borrow();
         if let Some(id) = handler.as_ref() {
             adj.block_signal(id);
@@ -729,7 +845,7 @@ impl MessageList {
     /// A widget no row needs any longer: kept for the next, within reason.
     fn release(&self, widget: MessageRow) {
         widget.unbind();
-        widget.clear();
+        self.schedule_clear();
         let mut spare = self.imp().spare.borrow_mut();
         if spare.len() < 16 {
             widget.set_child_visible(false);
@@ -737,6 +853,24 @@ impl MessageList {
         } else {
             widget.unparent();
         }
+    }
+
+    /// Empties the spare rows after the layout (emptying one queues a
+    /// resize, see `layout`).
+    fn schedule_clear(&self) {
+        let imp = self.imp();
+        if imp.clear_pending.replace(true) {
+            return;
+        }
+        let weak = self.downgrade();
+        glib::idle_add_local_once(move || {
+            if let Some(list) = weak.upgrade() {
+                list.imp().clear_pending.set(false);
+                for w in list.imp().spare.borrow().iter() {
+                    w.clear();
+                }
+            }
+        });
     }
 
     fn release_all(&self) {
@@ -763,7 +897,7 @@ impl MessageList {
         let imp = self.imp();
         self.set_follow_end(false);
         imp.anchor.set((index, 0));
-        self.queue_allocate();
+        self.invalidate();
     }
 
     /// Scrolls so that all of `widget`'s row is on the page (its top, if
@@ -796,7 +930,7 @@ impl MessageList {
         }
         let anchor = imp.heights.borrow_mut().row_at(target);
         imp.anchor.set(anchor);
-        self.queue_allocate();
+        self.invalidate();
     }
 
     /// Keyboard focus within the list (see the module's comment).
