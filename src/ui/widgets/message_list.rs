@@ -5,9 +5,11 @@
 //! anchored to and binds them again while scrolling; with long rows (code,
 //! tool cards, diffs) that was most of a frame (BENCHMARKS.md). This list
 //! binds, measures and lays out only the rows on the page, plus the one
-//! with the keyboard focus. It knows every other row by its height: as
-//! measured when it was last on the page at this width, or estimated from
-//! its text until then ([`Heights`]).
+//! with the keyboard focus, and binds rows a page above and below in idle
+//! time. It knows every other row by its height: as measured when it was
+//! last on the page at this width, or estimated from its text until then
+//! ([`Heights`]). Rows are bound in the frame's update phase and only
+//! placed in the allocation (see `layout`).
 //!
 //! It scrolls by an anchor, the row at the top of the page and how far into
 //! it the page begins, not by a pixel offset: a row above the page that
