@@ -272,9 +272,10 @@ impl MessageRow {
 const KEPT_CONTENTS: usize = 256;
 
 /// Widgets drawn for rows, by row, with the row's revision and when each
-/// was last used. GTK 4.8's list view rebinds rows to other widgets many
-/// times while scrolling (tens of binds a frame); drawing a tool card or a
-/// paragraph again each time was most of a frame (BENCHMARKS.md).
+/// was last used. The conversation's list lets a row's widget go when it
+/// leaves the page and binds another when it comes back (scrolling back
+/// and forth, paging through search hits); drawing a tool card or a
+/// paragraph again each time would cost most of a frame (BENCHMARKS.md).
 #[derive(Default)]
 struct Contents {
     map: std::collections::HashMap<RowObject, (u64, gtk::Box, u64)>,
