@@ -39,8 +39,6 @@ use crate::ui::widgets::message_row::{estimate_lines, MessageRow};
 #[derive(Default)]
 pub struct Heights {
     heights: Vec<i32>,
-    /// Whether each height was measured at the list's current width.
-    measured: Vec<bool>,
     /// `starts[i]` is where row `i` begins; valid up to `valid`.
     starts: Vec<i64>,
     valid: usize,
@@ -60,9 +58,7 @@ impl Heights {
         let at = at.min(self.heights.len());
         let end = (at + removed).min(self.heights.len());
         let added: Vec<i32> = added.into_iter().collect();
-        let n = added.len();
         self.heights.splice(at..end, added);
-        self.measured.splice(at..end, std::iter::repeat_n(false, n));
         self.starts.resize(self.heights.len() + 1, 0);
         self.valid = self.valid.min(at);
     }
@@ -73,21 +69,11 @@ impl Heights {
                 *h = height;
                 self.valid = self.valid.min(i);
             }
-            self.measured[i] = true;
         }
     }
 
     pub fn get(&self, i: usize) -> i32 {
         self.heights.get(i).copied().unwrap_or(0)
-    }
-
-    pub fn is_measured(&self, i: usize) -> bool {
-        self.measured.get(i).copied().unwrap_or(false)
-    }
-
-    /// Every height is an estimate again (the width changed).
-    pub fn forget_measures(&mut self) {
-        self.measured.iter_mut().for_each(|m| *m = false);
     }
 
     fn sum_up_to(&mut self, i: usize) {
@@ -179,8 +165,6 @@ mod imp {
         /// Without `follow_end`: the row at the top of the page and how far
         /// into it the page begins.
         pub anchor: Cell<(usize, i64)>,
-        /// The width the measured heights are for.
-        pub width: Cell<i32>,
         /// The widgets bound to rows, by row.
         pub bound: RefCell<HashMap<RowObject, MessageRow>>,
         /// Widgets kept for rows to come (child-invisible).
@@ -195,6 +179,8 @@ mod imp {
         pub ahead_source: RefCell<Option<glib::SourceId>>,
         /// The children wait to be put in the order of their rows.
         pub reorder_pending: Cell<bool>,
+        /// That order, as the last allocation found it.
+        pub order: RefCell<Vec<MessageRow>>,
         /// Spare rows wait to be emptied.
         pub clear_pending: Cell<bool>,
         /// The rows need binding or measuring before the next allocation.
@@ -218,7 +204,6 @@ mod imp {
                 value_handler: RefCell::default(),
                 heights: RefCell::default(),
                 anchor: Cell::default(),
-                width: Cell::default(),
                 bound: RefCell::default(),
                 spare: RefCell::default(),
                 page_rows: RefCell::default(),
@@ -227,6 +212,7 @@ mod imp {
                 ahead: Cell::default(),
                 ahead_source: RefCell::default(),
                 reorder_pending: Cell::default(),
+                order: RefCell::default(),
                 clear_pending: Cell::default(),
                 dirty: Cell::default(),
                 size: Cell::default(),
@@ -449,7 +435,7 @@ impl MessageList {
 
     fn items_changed(&self, model: &gio::ListModel, position: u32, removed: u32, added: u32) {
         let imp = self.imp();
-        let width = imp.width.get();
+        let width = imp.size.get().0;
         let metrics = self.metrics();
         let estimates: Vec<i32> = (position..position + added)
             .map(|i| {
@@ -568,10 +554,8 @@ impl MessageList {
         imp.dirty.set(false);
         imp.size.set((width, page));
         let n = imp.heights.borrow().len();
-        if width != imp.width.get() {
-            imp.width.set(width);
-            imp.heights.borrow_mut().forget_measures();
-        }
+        // At another width, heights measured at the old one stand as
+        // estimates until their rows are on the page again.
         let page = i64::from(page.max(0));
         let value = self.page_start(width, page);
         let rows = self.page_rows(value, width, page);
@@ -723,8 +707,10 @@ impl MessageList {
         }
         let mut previous: Option<gtk::Widget> = None;
         let mut in_order = true;
+        let mut order = Vec::with_capacity(widgets.len());
         for (_, at, widget) in widgets {
             in_order &= widget.prev_sibling() == previous;
+            order.push(widget.clone());
             match at {
                 Some(p) => {
                     widget.set_child_visible(true);
@@ -736,6 +722,9 @@ impl MessageList {
             previous = Some(widget.upcast());
         }
         if !in_order {
+            // The order just found: looking rows up again in the idle
+            // would be a walk of the whole model.
+            imp.order.replace(order);
             self.schedule_reorder();
         }
     }
@@ -754,15 +743,13 @@ impl MessageList {
             let Some(list) = weak.upgrade() else { return };
             let imp = list.imp();
             imp.reorder_pending.set(false);
-            let mut widgets: Vec<(usize, MessageRow)> = imp
-                .bound
-                .borrow()
-                .iter()
-                .filter_map(|(row, w)| Some((list.index_of(row)?, w.clone())))
-                .collect();
-            widgets.sort_by_key(|w| w.0);
+            let order = imp.order.take();
             let mut previous: Option<gtk::Widget> = None;
-            for (_, widget) in widgets {
+            for widget in order {
+                // One let go since is not moved.
+                if widget.parent().as_ref() != Some(list.upcast_ref()) {
+                    continue;
+                }
                 if widget.prev_sibling() != previous {
                     widget.insert_after(&list, previous.as_ref());
                 }
@@ -799,7 +786,7 @@ impl MessageList {
         let started = std::time::Instant::now();
         let (lo, hi, below) = imp.ahead.get();
         let n = imp.heights.borrow().len();
-        let width = imp.width.get();
+        let width = imp.size.get().0;
         if n == 0 || width <= 0 {
             return false;
         }
@@ -976,7 +963,7 @@ impl MessageList {
                     self.error_bell();
                     return true;
                 };
-                let width = imp.width.get().max(1);
+                let width = imp.size.get().0.max(1);
                 self.measure_row(target, width);
                 match self.widget_for(target) {
                     Some(w) => {
@@ -1079,15 +1066,12 @@ mod tests {
         h.set(1, 5);
         assert_eq!(h.start(1), 10);
         assert_eq!(h.start(2), 15);
-        assert!(h.is_measured(1) && !h.is_measured(0));
         // Rows inserted in the middle and removed at the start.
         h.splice(1, 0, [100]);
         assert_eq!(h.total(), 145);
         h.splice(0, 2, []);
         assert_eq!((h.len(), h.total()), (2, 35));
         assert_eq!(h.row_at(4), (0, 4));
-        h.forget_measures();
-        assert!(!h.is_measured(0));
         h.splice(0, 2, []);
         assert!(h.is_empty());
         assert_eq!(h.row_at(10), (0, 0));
