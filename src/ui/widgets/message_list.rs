@@ -586,10 +586,13 @@ impl MessageList {
         }
         // The focused row is kept bound where it is, even off the page.
         if let Some((r, i)) = self.focused_row() {
-            placed.entry(r).or_insert_with(|| Placed {
+            // One borrow at a time: a temporary's lives to the statement's end.
+            let top = imp.heights.borrow_mut().start(i) - value;
+            let height = imp.heights.borrow().get(i);
+            placed.entry(r).or_insert(Placed {
                 index: i,
-                top: imp.heights.borrow_mut().start(i) - value,
-                height: imp.heights.borrow().get(i),
+                top,
+                height,
             });
         }
         self.place(&placed, &near, width, allocate);
