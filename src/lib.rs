@@ -96,9 +96,12 @@
 //!   a page above and below in idle time), knows the others by a measured
 //!   or estimated height, and scrolls by an anchor row, so a frame costs
 //!   what is visible, not what the conversation holds. GTK 4.8's list view
-//!   kept ~200 rows bound and re-bound them while scrolling. Text deltas
-//!   are joined on a thread before the main loop (`ui::bridge`). Figures in
-//!   BENCHMARKS.md.
+//!   kept ~200 rows bound and re-bound them while scrolling. An answer's
+//!   paragraphs are text blocks (`ui::widgets::text_block`): one Pango
+//!   layout per width where GTK 4.8's label lays its text out three or four
+//!   times, and a real label in their place once the pointer or the focus
+//!   comes. Text deltas are joined on a thread before the main loop
+//!   (`ui::bridge`). Figures in BENCHMARKS.md.
 //! - The window and its views (conversation, composer, permission banner,
 //!   agent and message rows) are composite templates; the small dialogs
 //!   (settings editor, logs) and the slash-command popover are built in

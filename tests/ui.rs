@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use adw::prelude::*;
 use gtk::glib;
 use parley::core::services::{Core, Options};
+use parley::ui::widgets::text_block::TextBlock;
 use parley::ui::window::ParleyWindow;
 
 fn out_dir() -> PathBuf {
@@ -65,6 +66,12 @@ fn texts(w: &gtk::Widget) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(l) = w.downcast_ref::<gtk::Label>() {
         out.push(l.text().to_string());
+    }
+    // A block the pointer has not touched draws its text itself.
+    if let Some(b) = w.downcast_ref::<TextBlock>() {
+        if !b.has_label() {
+            out.push(b.text());
+        }
     }
     if let Some(b) = w.downcast_ref::<gtk::Button>() {
         if let Some(l) = b.label() {
@@ -620,6 +627,7 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
         ));
     }
     save_png(&f.win, "08-long-stream")?;
+    text_blocks_become_labels(&f)?;
     // Back to the top: the first chunks are drawn again, and the view no
     // longer follows.
     let adj = f.win.conversation_view().scroller().vadjustment();
@@ -632,6 +640,60 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
         return Err("the end is still on screen after going to the top".into());
     }
     close(f);
+    Ok(())
+}
+
+/// The answer's paragraphs are drawn by text blocks, with no label until
+/// the pointer or the focus comes; the label that then takes a block's
+/// place holds the same text, selectable, at the same height, so nothing
+/// moves.
+fn text_blocks_become_labels(f: &Fixture) -> Result<(), String> {
+    let mut blocks = Vec::new();
+    let list = f.win.conversation_view().message_list();
+    parley::ui::a11y::for_each_descendant(list.upcast_ref(), &mut |w| {
+        if let Some(b) = w.downcast_ref::<TextBlock>() {
+            if b.is_mapped() {
+                blocks.push(b.clone());
+            }
+        }
+    });
+    if blocks.len() < 2 {
+        return Err(format!("{} text blocks on screen", blocks.len()));
+    }
+    if let Some(b) = blocks.iter().find(|b| b.has_label()) {
+        return Err(format!("a block nobody touched has a label: {:?}", b.text()));
+    }
+    for block in &blocks[..2] {
+        // Its width on screen, and narrow ones where words must wrap.
+        let widths = [block.width(), 240, 160];
+        let heights: Vec<i32> = widths
+            .iter()
+            .map(|w| block.measure(gtk::Orientation::Vertical, *w).0)
+            .collect();
+        let text = block.text();
+        let label = block.label();
+        if label.text() != text || !label.is_selectable() {
+            return Err(format!(
+                "the label is not the block's text, selectable: {:?}",
+                label.text()
+            ));
+        }
+        for (width, height) in widths.iter().zip(&heights) {
+            let (label_height, ..) = label.measure(gtk::Orientation::Vertical, *width);
+            if label_height != *height || *height < 20 {
+                return Err(format!(
+                    "at {width} px the block is {height} px high, its label {label_height} px"
+                ));
+            }
+        }
+    }
+    // The focus that comes to a block goes to its label.
+    let last = blocks.last().ok_or("no block")?;
+    last.grab_focus();
+    let focus = gtk::prelude::GtkWindowExt::focus(&f.win);
+    if focus.as_ref() != Some(last.label().upcast_ref()) {
+        return Err(format!("the focus is on {focus:?}, not the block's label"));
+    }
     Ok(())
 }
 
@@ -793,6 +855,11 @@ fn markups(w: &gtk::Widget) -> Vec<String> {
         if let Some(t) = l.tooltip_text() {
             out.push(t.to_string());
         }
+    }
+    if let Some(b) = w.downcast_ref::<TextBlock>() {
+        // The label that takes its place as the pointer comes, walked
+        // below.
+        b.label();
     }
     let mut child = w.first_child();
     while let Some(c) = child {
@@ -1008,9 +1075,11 @@ fn a_misleading_link_shows_its_real_target(app: &adw::Application) -> Result<(),
     let mut found = None;
     let mut stack = vec![view.clone().upcast::<gtk::Widget>()];
     while let Some(w) = stack.pop() {
-        if let Some(l) = w.downcast_ref::<gtk::Label>() {
-            if l.text().contains("Sign in at") {
-                found = Some(l.clone());
+        // As the pointer comes over it, the block becomes a label with
+        // its links.
+        if let Some(b) = w.downcast_ref::<TextBlock>() {
+            if b.text().contains("Sign in at") {
+                found = Some(b.label());
             }
         }
         let mut child = w.first_child();

@@ -297,7 +297,9 @@ pub(super) fn plan_view(entries: &[crate::core::chat::message::PlanEntry]) -> gt
 pub(super) fn append_markdown(target: &gtk::Box, md: &str) {
     for block in markdown::render(md) {
         match block {
-            Block::Markup { markup, links } => target.append(&markdown_label(&markup, links)),
+            Block::Markup { markup, links } => {
+                target.append(&super::text_block::TextBlock::new(&markup, links))
+            }
             Block::Code { lang, text } => target.append(&code_view(&lang, &text)),
         }
     }

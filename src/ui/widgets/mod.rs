@@ -21,6 +21,7 @@ pub mod permission_banner;
 pub mod sign_in_page;
 pub mod slash_completion;
 pub mod terminal;
+pub mod text_block;
 
 pub use agent_row::AgentRow;
 pub use composer::Composer;
