@@ -12,6 +12,9 @@
 //!   core's own time for the same flood (measured in the same run, no
 //!   window), and the longest gap between frames while it streams (the frame
 //!   clock's `after-paint`; goal: under 16 ms, none over 50 ms).
+//!   `PARLEY_BENCH_FRAMES=1` prints each gap, split into the main loop's
+//!   time between frames (applying the stream), the frame's update and
+//!   layout, and its drawing.
 //! - open: a stored 10,000-message conversation opened from the history
 //!   (`Open`) until its last page is on screen; floor: reading its rows
 //!   from SQLite alone (`History::messages`), in the same run. Goal:
@@ -123,9 +126,19 @@ fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, 
     spin_until(Duration::from_millis(300), || false);
 
     let frames: Rc<RefCell<Vec<Instant>>> = Rc::default();
+    // When each frame began, to tell the frame's own work (layout, drawing)
+    // from the main loop's between frames (applying the stream).
+    let begun: Rc<RefCell<Vec<Instant>>> = Rc::default();
     let clock = win.frame_clock().expect("frame clock");
     let f = frames.clone();
     let handler = clock.connect_after_paint(move |_| f.borrow_mut().push(Instant::now()));
+    let b = begun.clone();
+    let begin_handler = clock.connect_before_paint(move |_| b.borrow_mut().push(Instant::now()));
+    // Run after GTK's own handlers of these phases (connected when the
+    // window was realized): the end of the layout, and of the drawing.
+    let laid: Rc<RefCell<Vec<Instant>>> = Rc::default();
+    let l = laid.clone();
+    let layout_handler = clock.connect_layout(move |_| l.borrow_mut().push(Instant::now()));
     let expected = n * 40;
     let t = Instant::now();
     win.composer()
@@ -151,6 +164,8 @@ fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, 
     spin_until(Duration::from_secs(30), || frames.borrow().len() > painted_at);
     let total = t.elapsed();
     clock.disconnect(handler);
+    clock.disconnect(begin_handler);
+    clock.disconnect(layout_handler);
     if let Some(path) = std::env::var_os("PARLEY_BENCH_SCREENSHOT") {
         // What was on screen at the end, to look at.
         let paintable = gtk::WidgetPaintable::new(Some(&win));
@@ -162,6 +177,24 @@ fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, usize, 
     }
     let frames = frames.borrow();
     let worst = frames.windows(2).map(|w| w[1] - w[0]).max().unwrap_or_default();
+    if std::env::var_os("PARLEY_BENCH_FRAMES").is_some() {
+        // Each gap between painted frames: the main loop's share before the
+        // frame began, and the frame's own.
+        let (begun, laid) = (begun.borrow(), laid.borrow());
+        for w in frames.windows(2) {
+            let b = begun.iter().find(|b| **b > w[0] && **b <= w[1]);
+            let l = laid.iter().find(|l| **l > w[0] && **l <= w[1]);
+            if let (Some(b), Some(l)) = (b, l) {
+                println!(
+                    "  gap {:>5.1} ms: between frames {:>5.1} ms, update and layout {:>5.1} ms, drawing {:>5.1} ms",
+                    (w[1] - w[0]).as_secs_f64() * 1e3,
+                    (*b - w[0]).as_secs_f64() * 1e3,
+                    (*l - *b).as_secs_f64() * 1e3,
+                    (w[1] - *l).as_secs_f64() * 1e3
+                );
+            }
+        }
+    }
     let over_50 = frames
         .windows(2)
         .filter(|w| w[1] - w[0] > Duration::from_millis(50))
