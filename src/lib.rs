@@ -96,7 +96,7 @@
 //!   a page above and below in idle time), knows the others by a measured
 //!   or estimated height, and scrolls by an anchor row, so a frame costs
 //!   what is visible, not what the conversation holds. GTK 4.8's list view
-//!   kept ~200 rows bound and re-bound them while scrolling. An answer's
+//!   kept ~200 rows bound and re-bound them while scrolling. A message's
 //!   paragraphs are text blocks (`ui::widgets::text_block`): one Pango
 //!   layout per width where GTK 4.8's label lays its text out three or four
 //!   times, and a real label in their place once the pointer or the focus

@@ -61,6 +61,23 @@ fn save_png(widget: &impl IsA<gtk::Widget>, name: &str) -> Result<PathBuf, Strin
     Ok(path)
 }
 
+/// What `widget` draws, as RGBA bytes.
+fn pixels(widget: &gtk::Widget) -> Result<Vec<u8>, String> {
+    let snapshot = gtk::Snapshot::new();
+    let (width, height) = (widget.width(), widget.height());
+    gtk::WidgetPaintable::new(Some(widget)).snapshot(&snapshot, f64::from(width), f64::from(height));
+    let node = snapshot.to_node().ok_or("nothing was drawn")?;
+    let native = widget.native().ok_or("the widget has no native surface")?;
+    let texture = native.renderer().ok_or("no renderer")?.render_texture(
+        &node,
+        Some(&gtk::graphene::Rect::new(0.0, 0.0, width as f32, height as f32)),
+    );
+    let stride = 4 * texture.width() as usize;
+    let mut data = vec![0; stride * texture.height() as usize];
+    texture.download(&mut data, stride);
+    Ok(data)
+}
+
 /// Every label's text below `w`, in order.
 fn texts(w: &gtk::Widget) -> Vec<String> {
     let mut out = Vec::new();
@@ -1079,7 +1096,7 @@ fn a_misleading_link_shows_its_real_target(app: &adw::Application) -> Result<(),
         // its links.
         if let Some(b) = w.downcast_ref::<TextBlock>() {
             if b.text().contains("Sign in at") {
-                found = Some(b.label());
+                found = Some(b.clone());
             }
         }
         let mut child = w.first_child();
@@ -1088,8 +1105,24 @@ fn a_misleading_link_shows_its_real_target(app: &adw::Application) -> Result<(),
             child = c.next_sibling();
         }
     }
-    let label =
+    let block =
         found.ok_or_else(|| format!("the link's paragraph is not shown: {:?}", conversation_texts(&f)))?;
+    // Drawn by the block itself until the pointer comes, then by the label
+    // in its place: the same pixels, link colour and underline included.
+    save_png(&f.win, "11-link-drawn")?;
+    let drawn = pixels(block.upcast_ref())?;
+    let label = block.label();
+    spin_until("the label drawn", Duration::from_secs(5), || {
+        label.is_mapped() && label.width() > 0
+    })?;
+    let by_label = pixels(block.upcast_ref())?;
+    let differ = drawn.iter().zip(&by_label).filter(|(a, b)| a != b).count();
+    if drawn.len() != by_label.len() || differ > 0 {
+        return Err(format!(
+            "the label draws the text otherwise: {differ} of {} bytes differ",
+            drawn.len()
+        ));
+    }
     // GtkLabel shows a link's title as its tooltip (and sets has-tooltip
     // only when one of its links has a title).
     let markup = label.label().to_string();

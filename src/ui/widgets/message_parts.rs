@@ -310,7 +310,7 @@ pub(super) fn part_widget(part: &Part) -> gtk::Widget {
     match part {
         // A user's text is shown as typed; an agent's is streamed Markdown
         // (a TextSlot) and never reaches here.
-        Part::Text { text } => plain(text).upcast(),
+        Part::Text { text } => super::text_block::TextBlock::new(&escape(text), Vec::new()).upcast(),
         Part::Thought { text } => {
             let expander = expander(&gettext("Thinking"));
             let l = plain(text);

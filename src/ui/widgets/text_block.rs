@@ -1,5 +1,5 @@
-//! A paragraph block of an agent's Markdown that lays its text out once
-//! per width.
+//! A block of a message's text (a paragraph of an agent's Markdown, or what
+//! the user typed) that lays its text out once per width.
 //!
 //! GTK 4.8's label lays a wrapping text out three or four times each time
 //! it is measured: as one line (its natural width), at its narrowest (its
