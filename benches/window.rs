@@ -15,6 +15,8 @@
 //!   `PARLEY_BENCH_FRAMES=1` prints each gap, split into the main loop's
 //!   time between frames (applying the stream), the frame's update and
 //!   layout, and its drawing.
+//! - text: 100 paragraphs of 1 KB made, measured and laid out as text
+//!   blocks ÷ as the labels they replace, in the same run (`-- text`).
 //! - open: a stored 10,000-message conversation opened from the history
 //!   (`Open`) until its last page is on screen; floor: reading its rows
 //!   from SQLite alone (`History::messages`), in the same run. Goal:
@@ -350,9 +352,14 @@ fn main() {
         startup_figure();
         return;
     }
+    if std::env::args().any(|a| a == "text") {
+        text_figure();
+        return;
+    }
     let sizes: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
     if sizes.is_empty() {
         startup_figure();
+        text_figure();
         idle_memory_figure(&app);
         long_figure(&app);
         open_figure(&app);
@@ -368,6 +375,64 @@ fn main() {
     if std::env::args().all(|a| a.parse::<usize>().is_err()) {
         terminal_figure(&app, 10_000_000);
     }
+}
+
+/// A paragraph of 1 KB as a stream shows it (the demo agent's flood, as
+/// Markdown), made, measured, allocated and laid out as drawing needs it,
+/// 100 times: by a text block, and by the selectable label it replaces
+/// (the floor it must beat), in turns, median of 7.
+fn text_figure() {
+    use parley::ui::widgets::{message_parts, text_block::TextBlock};
+    let md: String = (0..26)
+        .map(|i| format!("lorem *ipsum* `dolor` sit amet, co{i:07}\n"))
+        .collect();
+    let Some(parley::ui::markdown::Block::Markup { markup, links }) =
+        parley::ui::markdown::render(&md).into_iter().next()
+    else {
+        panic!("the paragraph is not markup");
+    };
+    // Rooted, so fonts and colours are the window's.
+    let window = gtk::Window::new();
+    let holder = gtk::Box::new(gtk::Orientation::Vertical, 0);
+    window.set_child(Some(&holder));
+    let width = 700;
+    let run = |block: bool| {
+        let t = Instant::now();
+        for _ in 0..100 {
+            let w: gtk::Widget = if block {
+                TextBlock::new(&markup, links.clone()).upcast()
+            } else {
+                message_parts::markdown_label(&markup, links.clone()).upcast()
+            };
+            holder.append(&w);
+            // What a list does: both sizes (GTK asks the width itself
+            // before a height for a width), then the allocation.
+            let _ = w.measure(gtk::Orientation::Horizontal, -1);
+            let (height, ..) = w.measure(gtk::Orientation::Vertical, width);
+            w.allocate(width, height, -1, None);
+            if let Some(label) = w.downcast_ref::<gtk::Label>() {
+                // The label lays its own text out again to draw it.
+                let _ = label.layout().pixel_size();
+            }
+            holder.remove(&w);
+        }
+        t.elapsed()
+    };
+    let (mut blocks, mut labels) = (Vec::new(), Vec::new());
+    for _ in 0..7 {
+        blocks.push(run(true));
+        labels.push(run(false));
+    }
+    blocks.sort();
+    labels.sort();
+    let (b, l) = (blocks[3].as_secs_f64() * 1e3, labels[3].as_secs_f64() * 1e3);
+    println!(
+        "text: 100 paragraphs of {} bytes made, measured and laid out at {width} px: text blocks {b:.1} ms, labels {l:.1} ms   ratio {:.2}",
+        md.len(),
+        b / l
+    );
+    figures::record("text paragraphs, made and laid out", b, "ms", Some(l), Some(1.0));
+    window.destroy();
 }
 
 /// The core alone: from Send to the end of a turn whose terminal prints

@@ -12,7 +12,7 @@ use crate::core::chat::message::{Part, ToolCall};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::{self, escape, visible, Block};
 
-pub(super) fn label(markup: &str) -> gtk::Label {
+pub fn label(markup: &str) -> gtk::Label {
     let l = gtk::Label::new(None);
     l.set_markup(markup);
     l.set_wrap(true);
@@ -34,7 +34,7 @@ pub(super) fn plain(text: &str) -> gtk::Label {
 /// A label of Markdown text, with its links: each one's real target shows
 /// on hover (`markdown::render`), and opening one whose text names another
 /// address, or that leaves the web, waits for the reader to confirm it.
-pub(super) fn markdown_label(markup: &str, links: Vec<markdown::Link>) -> gtk::Label {
+pub fn markdown_label(markup: &str, links: Vec<markdown::Link>) -> gtk::Label {
     let l = label(markup);
     if !links.is_empty() {
         l.connect_activate_link(move |l, uri| {
