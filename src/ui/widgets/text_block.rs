@@ -7,7 +7,8 @@
 //! allocated. For a row of 1 KB that is 2.5–4 ms, and a stream shows a new
 //! page of rows every frame (BENCHMARKS.md). A `TextBlock` answers the
 //! width from font metrics alone and keeps one Pango layout, so the height
-//! at a width and the drawing share one layout: about a quarter of the work.
+//! at a width and the drawing share one layout: 0.4 of the label's time
+//! (`cargo bench --bench window -- text`).
 //!
 //! Nothing the label does is lost: the first time the pointer moves over the
 //! block, or the keyboard focus comes to it, the block puts a real
@@ -257,11 +258,6 @@ impl TextBlock {
     /// The markup shown, with its links, as the label takes it.
     pub fn markup(&self) -> String {
         self.imp().markup.borrow().clone()
-    }
-
-    /// The links in the text.
-    pub fn links(&self) -> Vec<Link> {
-        self.imp().links.borrow().clone()
     }
 
     /// Whether a real label has taken the block's place.
