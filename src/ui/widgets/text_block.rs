@@ -153,9 +153,14 @@ mod imp {
             }
             let layout = obj.layout();
             set_width(&layout, obj.width());
+            // Placed as a label places its text (`xalign` 0): a line that
+            // Pango aligns to the right (right-to-left text) starts at the
+            // left edge all the same.
+            let (_, mut logical) = layout.extents();
+            pango::extents_to_pixels(Some(&mut logical), None);
             // Drawn as a label draws its text: the CSS colour and shadows.
             #[allow(deprecated)]
-            snapshot.render_layout(&obj.style_context(), 0.0, 0.0, &layout);
+            snapshot.render_layout(&obj.style_context(), -f64::from(logical.x()), 0.0, &layout);
         }
 
         fn focus(&self, direction: gtk::DirectionType) -> bool {
