@@ -716,7 +716,8 @@ fn text_blocks_become_labels(f: &Fixture) -> Result<(), String> {
 
 /// A text block draws what the label that takes its place draws, pixel for
 /// pixel: left-to-right and right-to-left text, short and wrapped lines,
-/// Markdown, links, in the light and the dark style.
+/// Markdown, links, in the light and the dark style, and in a window laid
+/// out right to left.
 fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String> {
     let md = [
         "A short line.",
@@ -746,12 +747,30 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
     }
     window.present();
     let manager = adw::StyleManager::default();
+    // Put back for the tests after this one, however it ends.
+    struct Restore(gtk::Window);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            adw::StyleManager::default().set_color_scheme(adw::ColorScheme::Default);
+            gtk::Widget::set_default_direction(gtk::TextDirection::Ltr);
+            self.0.destroy();
+        }
+    }
+    let _restore = Restore(window.clone());
     let mut result = Ok(());
-    for dark in [false, true] {
+    // Light, dark, and dark in a right-to-left window.
+    for (dark, rtl) in [(false, false), (true, false), (true, true)] {
         manager.set_color_scheme(if dark {
             adw::ColorScheme::ForceDark
         } else {
             adw::ColorScheme::ForceLight
+        });
+        // As in a right-to-left language: the default direction, which
+        // widgets of no direction of their own follow.
+        gtk::Widget::set_default_direction(if rtl {
+            gtk::TextDirection::Rtl
+        } else {
+            gtk::TextDirection::Ltr
         });
         spin_until("the blocks drawn", Duration::from_secs(5), || {
             blocks.iter().all(|b| b.is_mapped() && b.width() > 0)
@@ -770,17 +789,15 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
             let differ = before.iter().zip(&after).filter(|(x, y)| x != y).count();
             if before.len() != after.len() || differ > 0 || before.iter().all(|x| *x == before[0]) {
                 result = Err(format!(
-                    "{} style: {:?} is drawn otherwise by its label: {differ} of {} bytes differ",
+                    "{} style{}: {:?} is drawn otherwise by its label: {differ} of {} bytes differ",
                     if dark { "dark" } else { "light" },
+                    if rtl { ", right to left" } else { "" },
                     b.text(),
                     before.len()
                 ));
             }
         }
-        if dark {
-            break;
-        }
-        // Fresh blocks for the dark style.
+        // Fresh blocks for the next round.
         for b in blocks.drain(..) {
             column.remove(&b);
         }
@@ -794,8 +811,6 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
             }
         }
     }
-    manager.set_color_scheme(adw::ColorScheme::Default);
-    window.destroy();
     result
 }
 

@@ -153,14 +153,19 @@ mod imp {
             }
             let layout = obj.layout();
             set_width(&layout, obj.width());
-            // Placed as a label places its text (`xalign` 0): a line that
-            // Pango aligns to the right (right-to-left text) starts at the
-            // left edge all the same.
+            // Placed as a label places its text (`xalign` 0, the start):
+            // its lines' extent starts at the start edge even where Pango
+            // aligns a line the other way (text of the other direction).
             let (_, mut logical) = layout.extents();
             pango::extents_to_pixels(Some(&mut logical), None);
+            let x = if obj.direction() == gtk::TextDirection::Rtl {
+                obj.width() - logical.width() - logical.x()
+            } else {
+                -logical.x()
+            };
             // Drawn as a label draws its text: the CSS colour and shadows.
             #[allow(deprecated)]
-            snapshot.render_layout(&obj.style_context(), -f64::from(logical.x()), 0.0, &layout);
+            snapshot.render_layout(&obj.style_context(), f64::from(x), 0.0, &layout);
         }
 
         fn focus(&self, direction: gtk::DirectionType) -> bool {
@@ -315,6 +320,12 @@ impl TextBlock {
         let context = self.pango_context();
         let color = self.link_color();
         let existing = imp.layout.borrow().clone();
+        // A label's start: the right in a right-to-left window.
+        let alignment = if self.direction() == gtk::TextDirection::Rtl {
+            pango::Alignment::Right
+        } else {
+            pango::Alignment::Left
+        };
         let layout = match existing {
             Some(layout) => {
                 if imp.serial.get() != context.serial() {
@@ -333,6 +344,9 @@ impl TextBlock {
                 layout
             }
         };
+        if layout.alignment() != alignment {
+            layout.set_alignment(alignment);
+        }
         imp.serial.set(context.serial());
         imp.link_color.replace(Some(color));
         layout
