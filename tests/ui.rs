@@ -735,16 +735,21 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
     let button = gtk::Button::with_label("Start");
     column.append(&button);
     gtk::prelude::GtkWindowExt::set_focus(&window, Some(&button));
-    let mut blocks = Vec::new();
-    for text in md {
-        for block in parley::ui::markdown::render(text) {
-            if let parley::ui::markdown::Block::Markup { markup, links } = block {
-                let b = TextBlock::new(&markup, links);
-                column.append(&b);
-                blocks.push(b);
+    // A block of each paragraph, appended to the column.
+    let new_blocks = || {
+        let mut blocks = Vec::new();
+        for text in md {
+            for block in parley::ui::markdown::render(text) {
+                if let parley::ui::markdown::Block::Markup { markup, links } = block {
+                    let b = TextBlock::new(&markup, links);
+                    column.append(&b);
+                    blocks.push(b);
+                }
             }
         }
-    }
+        blocks
+    };
+    let mut blocks = new_blocks();
     window.present();
     let manager = adw::StyleManager::default();
     // Put back for the tests after this one, however it ends.
@@ -801,15 +806,7 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
         for b in blocks.drain(..) {
             column.remove(&b);
         }
-        for text in md {
-            for block in parley::ui::markdown::render(text) {
-                if let parley::ui::markdown::Block::Markup { markup, links } = block {
-                    let b = TextBlock::new(&markup, links);
-                    column.append(&b);
-                    blocks.push(b);
-                }
-            }
-        }
+        blocks = new_blocks();
     }
     result
 }
