@@ -208,6 +208,10 @@ def flow():
     wait_for("the banner to go", lambda: find(frame, lambda n: n.getRoleName() == "push button" and "Allow once" in (n.name or "")) is None)
     wait_for("the end of the turn", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "Send"), 60)
     say("answered")
+    # The answer's text can be read: a row holds it as a label named by the
+    # text (a text block the pointer has not touched draws it itself).
+    text = wait_for("the answer's text", lambda: find(frame, lambda n: n.getRoleName() == "label" and "Try /flood or ask me anything else" in (n.name or "")), 10)
+    say(f"answer text: {describe(text)[:60]}")
     # A tool's output: Shift+Tab from the composer into the conversation,
     # the arrow keys to the tool's row (a list is one Tab stop), then Tab
     # into the row.
