@@ -391,10 +391,13 @@ fn text_figure() {
     else {
         panic!("the paragraph is not markup");
     };
-    // Rooted, so fonts and colours are the window's.
+    // Shown, so each paragraph is realized and mapped as in a list, with
+    // the window's fonts and colours.
     let window = gtk::Window::new();
     let holder = gtk::Box::new(gtk::Orientation::Vertical, 0);
     window.set_child(Some(&holder));
+    window.present();
+    spin_until(Duration::from_secs(10), || window.is_mapped());
     let width = 700;
     let run = |block: bool| {
         let t = Instant::now();
