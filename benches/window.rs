@@ -414,7 +414,8 @@ fn text_figure() {
             let (height, ..) = w.measure(gtk::Orientation::Vertical, width);
             w.allocate(width, height, -1, None);
             if let Some(label) = w.downcast_ref::<gtk::Label>() {
-                // The label lays its own text out again to draw it.
+                // Drawing needs the label's own layout at its width (the
+                // block's is the one it was measured with).
                 let _ = label.layout().pixel_size();
             }
             holder.remove(&w);
