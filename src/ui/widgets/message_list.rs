@@ -737,28 +737,23 @@ impl MessageList {
     /// window's conversation stack unallocated for the frame's drawing
     /// ("Trying to snapshot GtkStack without a current allocation").
     fn schedule_reorder(&self) {
-        let imp = self.imp();
-        if imp.reorder_pending.replace(true) {
-            return;
-        }
-        let weak = self.downgrade();
-        glib::idle_add_local_once(move || {
-            let Some(list) = weak.upgrade() else { return };
-            let imp = list.imp();
-            imp.reorder_pending.set(false);
-            let order = imp.order.take();
-            let mut previous: Option<gtk::Widget> = None;
-            for widget in order {
-                // One let go since is not moved.
-                if widget.parent().as_ref() != Some(list.upcast_ref()) {
-                    continue;
+        self.once_in_idle(
+            |imp| &imp.reorder_pending,
+            |list| {
+                let order = list.imp().order.take();
+                let mut previous: Option<gtk::Widget> = None;
+                for widget in order {
+                    // One let go since is not moved.
+                    if widget.parent().as_ref() != Some(list.upcast_ref()) {
+                        continue;
+                    }
+                    if widget.prev_sibling() != previous {
+                        widget.insert_after(list, previous.as_ref());
+                    }
+                    previous = Some(widget.upcast());
                 }
-                if widget.prev_sibling() != previous {
-                    widget.insert_after(&list, previous.as_ref());
-                }
-                previous = Some(widget.upcast());
-            }
-        });
+            },
+        );
     }
 
     fn schedule_ahead(&self) {
@@ -850,17 +845,27 @@ impl MessageList {
     /// Empties the spare rows after the layout (emptying one queues a
     /// resize, see `layout`).
     fn schedule_clear(&self) {
-        let imp = self.imp();
-        if imp.clear_pending.replace(true) {
+        self.once_in_idle(
+            |imp| &imp.clear_pending,
+            |list| {
+                for w in list.imp().spare.borrow().iter() {
+                    w.clear();
+                }
+            },
+        );
+    }
+
+    /// Runs `f` in the next idle, once however often it is asked for
+    /// before then; `pending` is the flag that says it is asked for.
+    fn once_in_idle(&self, pending: fn(&imp::MessageList) -> &Cell<bool>, f: impl FnOnce(&Self) + 'static) {
+        if pending(self.imp()).replace(true) {
             return;
         }
         let weak = self.downgrade();
         glib::idle_add_local_once(move || {
             if let Some(list) = weak.upgrade() {
-                list.imp().clear_pending.set(false);
-                for w in list.imp().spare.borrow().iter() {
-                    w.clear();
-                }
+                pending(list.imp()).set(false);
+                f(&list);
             }
         });
     }
