@@ -94,6 +94,32 @@ impl ParleyWindow {
             move |_, _| win.edit_config()
         ));
         self.add_action(&edit);
+        // The shortcuts window is built the first time it is asked for, not
+        // before the first frame: parsing it took ~9 ms of start-up
+        // (BENCHMARKS.md). `set_help_overlay` keeps this action.
+        let shortcuts = gio::SimpleAction::new("show-help-overlay", None);
+        shortcuts.connect_activate(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, _| win.show_shortcuts()
+        ));
+        self.add_action(&shortcuts);
+    }
+
+    /// The Keyboard Shortcuts window (Ctrl+?), built on first use.
+    fn show_shortcuts(&self) {
+        if self.help_overlay().is_none() {
+            let builder = gtk::Builder::from_string(include_str!("../shortcuts.ui"));
+            if let Some(help) = builder.object::<gtk::ShortcutsWindow>("help_overlay") {
+                crate::ui::a11y::name_shortcuts_window(&help);
+                // Otherwise a screen reader calls the window "GtkShortcutsWindow".
+                help.set_title(Some(&gettext("Keyboard Shortcuts")));
+                self.set_help_overlay(Some(&help));
+            }
+        }
+        if let Some(help) = self.help_overlay() {
+            help.present();
+        }
     }
 
     pub fn refresh_recent(&self) {

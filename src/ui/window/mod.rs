@@ -233,13 +233,6 @@ impl ParleyWindow {
                 win.imp().leaflet.navigate(adw::NavigationDirection::Back);
             }
         ));
-        let shortcuts = gtk::Builder::from_string(include_str!("../shortcuts.ui"));
-        if let Some(help) = shortcuts.object::<gtk::ShortcutsWindow>("help_overlay") {
-            crate::ui::a11y::name_shortcuts_window(&help);
-            // Otherwise a screen reader calls the window "GtkShortcutsWindow".
-            help.set_title(Some(&gettext("Keyboard Shortcuts")));
-            win.set_help_overlay(Some(&help));
-        }
         // The empty states' own scroll panes are named as they are titled.
         crate::ui::a11y::for_each_descendant(win.upcast_ref(), &mut |w| {
             if let Some(page) = w.downcast_ref::<adw::StatusPage>() {
