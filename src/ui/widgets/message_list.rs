@@ -512,12 +512,20 @@ impl MessageList {
         self.invalidate();
     }
 
-    /// The widget showing row `i`, bound to it now if none is.
+    /// A bound row changed: it is drawn again when next laid out.
+    pub fn row_changed(&self) {
+        self.invalidate();
+    }
+
+    /// The widget showing row `i`, bound to it now if none is, and drawn
+    /// again if its row changed.
     fn widget_for(&self, i: usize) -> Option<MessageRow> {
         let imp = self.imp();
         let row = self.item(i)?;
-        if let Some(w) = imp.bound.borrow().get(&row) {
-            return Some(w.clone());
+        let bound = imp.bound.borrow().get(&row).cloned();
+        if let Some(w) = bound {
+            w.refresh();
+            return Some(w);
         }
         let widget = imp.spare.borrow_mut().pop().unwrap_or_else(|| {
             let w = MessageRow::new();
@@ -554,6 +562,11 @@ impl MessageList {
         imp.dirty.set(false);
         imp.size.set((width, page));
         let n = imp.heights.borrow().len();
+        // The focused row, drawn again if it changed, before the rows are
+        // placed by their heights: it stays bound even off the page.
+        if let Some((_, i)) = self.focused_row() {
+            self.measure_row(i, width);
+        }
         // At another width, heights measured at the old one stand as
         // estimates until their rows are on the page again.
         let page = i64::from(page.max(0));
@@ -693,7 +706,7 @@ impl MessageList {
             keep
         });
         for widget in released {
-            self.release(widget);
+            self.release(widget, !allocate);
         }
         let mut widgets: Vec<(usize, Option<Placed>, MessageRow)> = imp
             .bound
@@ -706,6 +719,9 @@ impl MessageList {
             .collect();
         widgets.sort_by_key(|w| w.0);
         if !allocate {
+            // The update phase, before the layout: the resize that moving
+            // children queues is laid out in this frame, with the binding's.
+            self.put_in_order(widgets.into_iter().map(|w| w.2));
             return;
         }
         let mut previous: Option<gtk::Widget> = None;
@@ -741,19 +757,24 @@ impl MessageList {
             |imp| &imp.reorder_pending,
             |list| {
                 let order = list.imp().order.take();
-                let mut previous: Option<gtk::Widget> = None;
-                for widget in order {
-                    // One let go since is not moved.
-                    if widget.parent().as_ref() != Some(list.upcast_ref()) {
-                        continue;
-                    }
-                    if widget.prev_sibling() != previous {
-                        widget.insert_after(list, previous.as_ref());
-                    }
-                    previous = Some(widget.upcast());
-                }
+                list.put_in_order(order);
             },
         );
+    }
+
+    /// Moves the children that need it so that `order` is theirs.
+    fn put_in_order(&self, order: impl IntoIterator<Item = MessageRow>) {
+        let mut previous: Option<gtk::Widget> = None;
+        for widget in order {
+            // One let go since is not moved.
+            if widget.parent().as_ref() != Some(self.upcast_ref()) {
+                continue;
+            }
+            if widget.prev_sibling() != previous {
+                widget.insert_after(self, previous.as_ref());
+            }
+            previous = Some(widget.upcast());
+        }
     }
 
     fn schedule_ahead(&self) {
@@ -830,9 +851,15 @@ impl MessageList {
     }
 
     /// A widget no row needs any longer: kept for the next, within reason.
-    fn release(&self, widget: MessageRow) {
+    /// With `now` (in the update phase, before the layout) it is emptied
+    /// at once; else after the layout.
+    fn release(&self, widget: MessageRow, now: bool) {
         widget.unbind();
-        self.schedule_clear();
+        if now {
+            widget.clear();
+        } else {
+            self.schedule_clear();
+        }
         let mut spare = self.imp().spare.borrow_mut();
         if spare.len() < 16 {
             widget.set_child_visible(false);
@@ -873,7 +900,7 @@ impl MessageList {
     fn release_all(&self) {
         let bound: Vec<MessageRow> = self.imp().bound.borrow_mut().drain().map(|(_, w)| w).collect();
         for w in bound {
-            self.release(w);
+            self.release(w, false);
         }
     }
 

@@ -13,6 +13,7 @@ use crate::core::chat::message::{Message, Part, Role};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::visible;
 use crate::ui::models::{segments, RowKind, RowObject};
+use crate::ui::widgets::message_list::MessageList;
 use crate::ui::widgets::message_parts::*;
 
 mod imp {
@@ -147,18 +148,39 @@ impl MessageRow {
         let handler = row.connect_revision_notify(glib::clone!(
             #[weak(rename_to = this)]
             self,
-            move |row| this.render(row)
+            move |_| this.changed()
         ));
         imp.bound.replace(Some((row.clone(), handler)));
+        self.refresh();
+    }
+
+    /// The row changed. In a list it is drawn again when the list next
+    /// lays it out, not now: a streamed row changes every frame, and one
+    /// that scrolls off the page before then is never drawn again
+    /// (BENCHMARKS.md, "one resize a frame").
+    fn changed(&self) {
+        match self.parent().and_downcast::<MessageList>() {
+            Some(list) => list.row_changed(),
+            None => self.refresh(),
+        }
+    }
+
+    /// Draws the row again if it changed since it was last drawn; a widget
+    /// bound again to the row it just showed keeps what it drew.
+    pub fn refresh(&self) {
+        let imp = self.imp();
+        let Some(row) = self.row() else { return };
         let unchanged = imp
             .shown
             .borrow()
             .as_ref()
             .is_some_and(|(shown, revision, title)| {
-                shown.upgrade().as_ref() == Some(row) && *revision == row.revision() && title == agent_title
+                shown.upgrade().as_ref() == Some(&row)
+                    && *revision == row.revision()
+                    && *title == *imp.agent_title.borrow()
             });
         if !unchanged {
-            self.render(row);
+            self.render(&row);
         }
     }
 
