@@ -706,7 +706,7 @@ impl MessageList {
             keep
         });
         for widget in released {
-            self.release(widget, !allocate);
+            self.release(widget);
         }
         let mut widgets: Vec<(usize, Option<Placed>, MessageRow)> = imp
             .bound
@@ -851,15 +851,9 @@ impl MessageList {
     }
 
     /// A widget no row needs any longer: kept for the next, within reason.
-    /// With `now` (in the update phase, before the layout) it is emptied
-    /// at once; else after the layout.
-    fn release(&self, widget: MessageRow, now: bool) {
+    fn release(&self, widget: MessageRow) {
         widget.unbind();
-        if now {
-            widget.clear();
-        } else {
-            self.schedule_clear();
-        }
+        self.schedule_clear();
         let mut spare = self.imp().spare.borrow_mut();
         if spare.len() < 16 {
             widget.set_child_visible(false);
@@ -869,8 +863,10 @@ impl MessageList {
         }
     }
 
-    /// Empties the spare rows after the layout (emptying one queues a
-    /// resize, see `layout`).
+    /// Empties the spare rows after the layout, in an idle between
+    /// frames (emptying one queues a resize, see `layout`). Emptying them
+    /// within the frame instead, in its update phase or when a spare is
+    /// bound again, made frames of a fast flick longer (BENCHMARKS.md).
     fn schedule_clear(&self) {
         self.once_in_idle(
             |imp| &imp.clear_pending,
@@ -900,7 +896,7 @@ impl MessageList {
     fn release_all(&self) {
         let bound: Vec<MessageRow> = self.imp().bound.borrow_mut().drain().map(|(_, w)| w).collect();
         for w in bound {
-            self.release(w, false);
+            self.release(w);
         }
     }
 
