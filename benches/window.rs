@@ -541,7 +541,6 @@ fn terminal_figure(app: &adw::Application, bytes: usize) {
     parley::ui::runtime::runtime().block_on(c.shutdown());
 }
 
-/// Resident memory of this process, in KB.
 /// The calling thread's time on a core, and waiting for one (Linux's
 /// schedstat): a frame that took long while the thread waited was the
 /// machine's other work, not the frame's.
@@ -562,6 +561,7 @@ fn schedstat() -> Sched {
     }
 }
 
+/// Resident memory of this process, in KB.
 fn rss_kb() -> u64 {
     parley::ui::resident_kb()
 }

@@ -157,7 +157,7 @@ impl MessageRow {
     /// The row changed. In a list it is drawn again when the list next
     /// lays it out, not now: a streamed row changes every frame, and one
     /// that scrolls off the page before then is never drawn again
-    /// (BENCHMARKS.md, "one resize a frame").
+    /// (BENCHMARKS.md, "Round two, where the frames go").
     fn changed(&self) {
         match self.parent().and_downcast::<MessageList>() {
             Some(list) => list.row_changed(),
