@@ -750,6 +750,13 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
         blocks
     };
     let mut blocks = new_blocks();
+    // A block with a link that stays through every round, laid out in the
+    // style and direction before: it must draw as a fresh one does.
+    let kept = blocks
+        .last()
+        .map(|b| TextBlock::new(&b.markup(), Vec::new()))
+        .ok_or("no blocks")?;
+    column.append(&kept);
     window.present();
     let manager = adw::StyleManager::default();
     // Put back for the tests after this one, however it ends.
@@ -785,6 +792,19 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
             .iter()
             .map(|b| pixels(b.upcast_ref()))
             .collect::<Result<_, _>>()?;
+        let fresh = blocks
+            .iter()
+            .zip(&drawn)
+            .find(|(b, _)| b.markup() == kept.markup());
+        if let Some((_, fresh)) = fresh {
+            if pixels(kept.upcast_ref())? != *fresh {
+                result = Err(format!(
+                    "{} style{}: a block laid out before the change is drawn otherwise than a new one",
+                    if dark { "dark" } else { "light" },
+                    if rtl { ", right to left" } else { "" }
+                ));
+            }
+        }
         for (b, before) in blocks.iter().zip(&drawn) {
             let label = b.label();
             spin_until("the label drawn", Duration::from_secs(5), || {

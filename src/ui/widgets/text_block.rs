@@ -43,11 +43,10 @@ mod imp {
         /// The Pango context's serial the layout was made for: a change of
         /// font or scale changes it.
         pub serial: Cell<u32>,
-        /// The link colour the layout's markup was made with.
-        pub link_color: RefCell<Option<gtk::gdk::RGBA>>,
         /// The width of a character, and the serial it was measured at.
         pub char_width: Cell<(u32, i32)>,
-        /// The text's attributes, and the link colour they were made with.
+        /// The text's attributes, and the link colour they were made with
+        /// (the layout's, once there is one).
         pub parsed: RefCell<Option<(gtk::gdk::RGBA, pango::AttrList)>>,
         /// The label taking the block's place once it is interacted with.
         pub label: RefCell<Option<gtk::Label>>,
@@ -331,7 +330,8 @@ impl TextBlock {
                 if imp.serial.get() != context.serial() {
                     layout.context_changed();
                 }
-                if imp.link_color.borrow().as_ref() != Some(&color) {
+                let drawn_with = imp.parsed.borrow().as_ref().map(|(c, _)| *c);
+                if drawn_with != Some(color) {
                     layout.set_attributes(Some(&self.attributes(&color)));
                 }
                 layout
@@ -348,7 +348,6 @@ impl TextBlock {
             layout.set_alignment(alignment);
         }
         imp.serial.set(context.serial());
-        imp.link_color.replace(Some(color));
         layout
     }
 }
