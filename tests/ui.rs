@@ -664,6 +664,48 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
 /// the pointer or the focus comes; the label that then takes a block's
 /// place holds the same text, selectable, at the same height, so nothing
 /// moves.
+/// While a window shows the model, events are applied in its frames; a
+/// hidden window's frame clock does not tick, and the stream still reaches
+/// the model (the bridge stops waiting for a frame), then the window.
+fn a_hidden_window_still_takes_the_stream(app: &adw::Application) -> Result<(), String> {
+    let f = open_window(app, &demo_config(true))?;
+    select_demo(&f)?;
+    f.win.set_visible(false);
+    spin_until("the window to unmap", Duration::from_secs(5), || {
+        !f.win.is_mapped()
+    })?;
+    type_and_send(&f, "flood 2000 40");
+    let t = std::time::Instant::now();
+    spin_until(
+        "the flood in the model of a hidden window",
+        Duration::from_secs(20),
+        || {
+            let store = f.win.agent("demo").and_then(|a| a.loaded_messages());
+            let last = store
+                .and_then(|s| s.item(s.n_items().saturating_sub(1)))
+                .and_downcast::<parley::ui::models::MessageObject>();
+            last.is_some_and(|m| m.text_len() >= 2000 * 40)
+                && f.win.agent("demo").is_some_and(|a| !a.answering())
+        },
+    )?;
+    // Not one wait of a second per batch of events: a tenth at most.
+    if t.elapsed() > Duration::from_secs(5) {
+        return Err(format!(
+            "the flood took {:?} to reach a hidden window's model",
+            t.elapsed()
+        ));
+    }
+    f.win.present();
+    spin_until("the last row on screen", Duration::from_secs(10), || {
+        f.win.last_row_shown()
+    })?;
+    if !conversation_texts(&f).iter().any(|t| t.contains("0001999")) {
+        return Err("the end of the stream is not shown once the window is back".into());
+    }
+    close(f);
+    Ok(())
+}
+
 fn text_blocks_become_labels(f: &Fixture) -> Result<(), String> {
     let mut blocks = Vec::new();
     let list = f.win.conversation_view().message_list();
@@ -2807,6 +2849,10 @@ fn main() {
         (
             "ui::a_long_stream_is_followed_to_its_end",
             a_long_stream_is_followed_to_its_end,
+        ),
+        (
+            "ui::a_hidden_window_still_takes_the_stream",
+            a_hidden_window_still_takes_the_stream,
         ),
         (
             "ui::a_long_conversation_binds_only_its_page",

@@ -1,9 +1,20 @@
 //! The bridge: one task on the GTK main thread drains the core's events once
 //! per frame and hands them to the application model, which routes each to
 //! the model it concerns (`AppModel::apply`). It never touches a widget.
+//!
+//! While a window shows the model, events are applied at the start of its
+//! frames (the frame clock's before-paint phase, ahead of the update phase
+//! in which the conversation lays out its rows). Each frame then applies
+//! what came since the last one, and a frame never waits for an apply that
+//! the main loop happened to start just before it: applied at a rate of
+//! their own, a flood made every other frame light and the next one heavy,
+//! and the heavy ones missed their refresh (BENCHMARKS.md).
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::time::Duration;
 
+use gtk::gdk;
 use gtk::glib;
 use gtk::glib::prelude::*;
 
@@ -16,25 +27,77 @@ use crate::ui::models::AppModel;
 /// thousand a frame even after `coalesce`.
 const MAX_PER_FRAME: usize = 50_000;
 
+/// How long events wait for a frame before they are applied anyway: a
+/// window's frame clock may not tick while the window is hidden.
+const FRAME_WAIT: Duration = Duration::from_millis(100);
+
 /// Feeds the core's events to `model` on the GTK main thread, a frame's
 /// worth at a time.
 pub fn attach(model: &AppModel, rx: EventReceiver) {
     let weak = model.downgrade();
     let rx = coalesce(rx);
+    // Events received, waiting for the next frame.
+    let pending: Rc<RefCell<Vec<Event>>> = Rc::default();
+    // Told when a frame applied them.
+    let (applied, frame_applied) = async_channel::bounded::<()>(1);
     glib::MainContext::default().spawn_local(async move {
+        // The frame clock whose frames apply events, with its handler.
+        let mut synced: Option<(gdk::FrameClock, glib::SignalHandlerId)> = None;
         while let Ok(first) = rx.recv().await {
-            let mut batch = vec![first];
-            while batch.len() < MAX_PER_FRAME {
-                match rx.try_recv() {
-                    Ok(e) => batch.push(e),
-                    Err(_) => break,
+            let Some(model) = weak.upgrade() else { return };
+            let clock = model.frame_clock();
+            if synced.as_ref().map(|(c, _)| c) != clock.as_ref() {
+                if let Some((old, id)) = synced.take() {
+                    old.disconnect(id);
+                }
+                synced = clock.map(|clock| {
+                    let (weak, rx, pending, applied) =
+                        (weak.clone(), rx.clone(), pending.clone(), applied.clone());
+                    let id = clock.connect_before_paint(move |_| {
+                        let batch = take_batch(&pending, &rx);
+                        if let (false, Some(model)) = (batch.is_empty(), weak.upgrade()) {
+                            model.apply(batch);
+                        }
+                        let _ = applied.try_send(());
+                    });
+                    (clock, id)
+                });
+            }
+            pending.borrow_mut().push(first);
+            match &synced {
+                Some((clock, _)) => {
+                    drop(model);
+                    while frame_applied.try_recv().is_ok() {}
+                    clock.request_phase(gdk::FrameClockPhase::BEFORE_PAINT);
+                    if glib::future_with_timeout(FRAME_WAIT, frame_applied.recv())
+                        .await
+                        .is_ok()
+                    {
+                        continue;
+                    }
+                    let Some(model) = weak.upgrade() else { return };
+                    model.apply(take_batch(&pending, &rx));
+                }
+                None => {
+                    model.apply(take_batch(&pending, &rx));
+                    drop(model);
+                    glib::timeout_future(Duration::from_millis(16)).await;
                 }
             }
-            let Some(model) = weak.upgrade() else { return };
-            model.apply(batch);
-            glib::timeout_future(Duration::from_millis(16)).await;
         }
     });
+}
+
+/// What is pending, then what else has come, up to a frame's worth.
+fn take_batch(pending: &RefCell<Vec<Event>>, rx: &EventReceiver) -> Vec<Event> {
+    let mut batch = std::mem::take(&mut *pending.borrow_mut());
+    while batch.len() < MAX_PER_FRAME {
+        match rx.try_recv() {
+            Ok(e) => batch.push(e),
+            Err(_) => break,
+        }
+    }
+    batch
 }
 
 /// Merged text deltas are forwarded once they reach this size, so that a

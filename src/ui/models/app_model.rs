@@ -26,6 +26,9 @@ mod imp {
         pub agents: OnceCell<gio::ListStore>,
         /// The names in `agents`, in order (to see when the list changed).
         pub names: RefCell<Vec<String>>,
+        /// The frame clock of the window showing the model, while it is
+        /// realized: the bridge applies events at the start of its frames.
+        pub frame_clock: RefCell<Option<gtk::gdk::FrameClock>>,
     }
 
     #[glib::object_subclass]
@@ -80,6 +83,17 @@ impl AppModel {
         let _ = o.imp().agents.set(gio::ListStore::new::<AgentObject>());
         o.refresh_agents();
         o
+    }
+
+    /// The frame clock of the window that shows the model (`None`: no
+    /// window is realized).
+    pub fn frame_clock(&self) -> Option<gtk::gdk::FrameClock> {
+        self.imp().frame_clock.borrow().clone()
+    }
+
+    /// Set by the window as it is realized and unrealized.
+    pub fn set_frame_clock(&self, clock: Option<gtk::gdk::FrameClock>) {
+        self.imp().frame_clock.replace(clock);
     }
 
     pub fn core(&self) -> &Core {

@@ -142,7 +142,25 @@ pub mod imp {
             self.composer.set_agent(None::<&AgentObject>);
         }
     }
-    impl WidgetImpl for ParleyWindow {}
+    impl WidgetImpl for ParleyWindow {
+        fn realize(&self) {
+            self.parent_realize();
+            if let Some(model) = self.model.get() {
+                model.set_frame_clock(self.obj().frame_clock());
+            }
+        }
+
+        fn unrealize(&self) {
+            // Another window (--new-window) may have taken the model's
+            // frames since: then it keeps them.
+            if let Some(model) = self.model.get() {
+                if model.frame_clock() == self.obj().frame_clock() {
+                    model.set_frame_clock(None);
+                }
+            }
+            self.parent_unrealize();
+        }
+    }
     impl WindowImpl for ParleyWindow {
         fn close_request(&self) -> glib::Propagation {
             self.obj().save_size();
