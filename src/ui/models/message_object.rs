@@ -30,6 +30,10 @@ mod imp {
         /// Moved when a text part's segments were dropped (its text was
         /// replaced, not extended).
         pub cut_epoch: Cell<u64>,
+        /// What each row in `rows` was last given: compared here, a long
+        /// streamed message's unchanged rows are not looked up in the
+        /// store on every change (thousands of them in a flood).
+        pub given: RefCell<Vec<(RowKind, Stamp)>>,
     }
 
     #[glib::object_subclass]
@@ -224,25 +228,54 @@ impl MessageObject {
         // Rows are matched from the start: a streamed message only grows at
         // its end, so all but its last rows are kept as they are.
         let n_old = rows.n_items() as usize;
+        let mut given = imp.given.borrow_mut();
+        if given.len() != n_old {
+            // Only this function changes the store; were it changed
+            // elsewhere, each row is asked.
+            *given = (0..n_old as u32)
+                .map(|i| {
+                    rows.item(i)
+                        .and_downcast::<RowObject>()
+                        .map_or((RowKind::Empty, Stamp::default()), |r| (r.kind(), r.stamp()))
+                })
+                .collect();
+        }
         let mut kept = 0;
+        let mut changed = Vec::new();
         while kept < n_old.min(want.len()) {
-            let Some(row) = rows.item(kept as u32).and_downcast::<RowObject>() else {
-                break;
-            };
             let (kind, content) = want[kept];
-            if !row.kind().same_row(kind) {
+            let (old_kind, old_stamp) = given[kept];
+            if !old_kind.same_row(kind) {
                 break;
             }
-            row.update(kind, stamp(kept, content));
+            let new_stamp = stamp(kept, content);
+            if (old_kind, old_stamp) != (kind, new_stamp) {
+                given[kept] = (kind, new_stamp);
+                changed.push(kept);
+            }
             kept += 1;
         }
-        if kept < n_old || kept < want.len() {
-            let added: Vec<RowObject> = want[kept..]
+        let added: Vec<(RowKind, Stamp)> = want[kept..]
+            .iter()
+            .enumerate()
+            .map(|(j, &(kind, content))| (kind, stamp(kept + j, content)))
+            .collect();
+        given.truncate(kept);
+        given.extend(added.iter().copied());
+        // Rows tell their views, and the store its list: not while borrowed.
+        drop(given);
+        for i in changed {
+            if let Some(row) = rows.item(i as u32).and_downcast::<RowObject>() {
+                let (kind, st) = imp.given.borrow()[i];
+                row.update(kind, st);
+            }
+        }
+        if kept < n_old || !added.is_empty() {
+            let objects: Vec<RowObject> = added
                 .iter()
-                .enumerate()
-                .map(|(j, &(kind, content))| RowObject::new(self, kind, stamp(kept + j, content)))
+                .map(|&(kind, st)| RowObject::new(self, kind, st))
                 .collect();
-            rows.splice(kept as u32, (n_old - kept) as u32, &added);
+            rows.splice(kept as u32, (n_old - kept) as u32, &objects);
         }
     }
 }

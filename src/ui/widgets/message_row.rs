@@ -103,9 +103,9 @@ pub(crate) fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
             flush(&mut para, &mut lines, &mut blocks);
             continue;
         }
-        let numbered = t
-            .split_once(". ")
-            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        // "12. item": digits, then ". " (not a search through the line).
+        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
+        let numbered = digits > 0 && t.as_bytes()[digits..].starts_with(b". ");
         let alone = numbered || ["#", "- ", "* ", "+ ", ">", "|"].iter().any(|p| t.starts_with(p));
         if alone && para > 0 {
             // A list's items share one block, without the 8 px between.

@@ -184,14 +184,38 @@ mod imp {
             if serial == context.serial() && width > 0 {
                 return width;
             }
-            let metrics = context.metrics(None, None);
-            let width = metrics
-                .approximate_char_width()
-                .max(metrics.approximate_digit_width());
-            let width = (width + pango::SCALE - 1) / pango::SCALE;
-            self.char_width.set((context.serial(), width.max(1)));
-            width.max(1)
+            let width = shared_char_width(&context);
+            self.char_width.set((context.serial(), width));
+            width
         }
+    }
+
+    /// A font's character width, measured once per font and resolution:
+    /// each widget has a Pango context of its own, and asking one for its
+    /// metrics loads the font set again (a streamed page makes a dozen
+    /// blocks a frame).
+    fn shared_char_width(context: &pango::Context) -> i32 {
+        thread_local! {
+            static WIDTHS: RefCell<Vec<(Option<pango::FontDescription>, u32, i32)>> = const { RefCell::new(Vec::new()) };
+        }
+        let font = context.font_description();
+        let dpi = gtk::Settings::default().map_or(0, |s| s.gtk_xft_dpi() as u32);
+        let known = WIDTHS.with(|w| {
+            w.borrow()
+                .iter()
+                .find(|(f, d, _)| *f == font && *d == dpi)
+                .map(|(_, _, width)| *width)
+        });
+        if let Some(width) = known {
+            return width;
+        }
+        let metrics = context.metrics(None, None);
+        let width = metrics
+            .approximate_char_width()
+            .max(metrics.approximate_digit_width());
+        let width = ((width + pango::SCALE - 1) / pango::SCALE).max(1);
+        WIDTHS.with(|w| w.borrow_mut().push((font, dpi, width)));
+        width
     }
 }
 
@@ -292,12 +316,18 @@ impl TextBlock {
         label
     }
 
-    /// The colour of links in the current style.
+    /// The colour of links in the current style. A block without links
+    /// does not ask: a lookup walks the style's cascade, and a streamed
+    /// page makes a dozen blocks each frame.
     fn link_color(&self) -> gtk::gdk::RGBA {
+        let fallback = gtk::gdk::RGBA::new(0.11, 0.44, 0.85, 1.0);
+        if !self.imp().markup.borrow().contains("<a ") {
+            return fallback;
+        }
         #[allow(deprecated)]
         self.style_context()
             .lookup_color("accent_color")
-            .unwrap_or(gtk::gdk::RGBA::new(0.11, 0.44, 0.85, 1.0))
+            .unwrap_or(fallback)
     }
 
     /// The text's attributes for links of `color`.
