@@ -121,9 +121,8 @@ fn shown_window(
 }
 
 /// The window under a flood of `n` chunks: the time until its end is on
-/// screen, the longest gap between painted frames, the most time the main
-/// thread spent on a core within one gap, the frames, and the gaps over
-/// 50 ms.
+/// screen, the most time the main thread spent on a core within one gap
+/// between painted frames, and those gaps.
 fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, Vec<Duration>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (core, rx) = core_on(dir.path());
@@ -266,7 +265,14 @@ fn floor_stream_time(app: &adw::Application, n: usize) -> Vec<Duration> {
             let mut pending = String::new();
             let mut ended = false;
             while !ended {
-                let Ok(e) = rx.recv_blocking() else { break };
+                // A closed channel ends the stream too.
+                let e = rx
+                    .recv_blocking()
+                    .unwrap_or(Event::TurnChanged(parley::core::events::TurnChanged {
+                        agent: String::new(),
+                        busy: false,
+                        queued: 0,
+                    }));
                 match e {
                     Event::MessageDelta(d) => pending.push_str(d.text.as_deref().unwrap_or_default()),
                     Event::TurnChanged(t) if !t.busy => ended = true,
@@ -297,15 +303,7 @@ fn floor_stream_time(app: &adw::Application, n: usize) -> Vec<Duration> {
         #[allow(deprecated)]
         gtk::render_layout(&area.style_context(), cr, 0.0, f64::from(y), &layout);
     });
-    let content = gtk::Box::new(gtk::Orientation::Vertical, 0);
-    content.append(&adw::HeaderBar::new());
-    content.append(&adw::Clamp::builder().maximum_size(705).child(&area).build());
-    let win = adw::ApplicationWindow::builder()
-        .application(app)
-        .default_width(1100)
-        .default_height(720)
-        .content(&content)
-        .build();
+    let win = floor_window_with(app, &adw::Clamp::builder().maximum_size(705).child(&area).build());
     win.present();
     spin_until(Duration::from_secs(10), || win.is_mapped());
     // How much of the text is drawn.
@@ -446,6 +444,19 @@ fn first_frame_rss(dir: &std::path::Path, floor: bool) -> u64 {
 /// The floor of start-up and memory: the least a libadwaita application
 /// window with a header bar costs, built the way Parley builds its own
 /// (the same size, a status page as its content), in its own process.
+/// A floor window: a header bar over `child`, Parley's window's size.
+fn floor_window_with(app: &adw::Application, child: &impl IsA<gtk::Widget>) -> adw::ApplicationWindow {
+    let content = gtk::Box::new(gtk::Orientation::Vertical, 0);
+    content.append(&adw::HeaderBar::new());
+    content.append(child);
+    adw::ApplicationWindow::builder()
+        .application(app)
+        .default_width(1100)
+        .default_height(720)
+        .content(&content)
+        .build()
+}
+
 fn floor_window(rss: bool) {
     gtk::init().expect("gtk");
     adw::init().expect("adw");
@@ -454,21 +465,14 @@ fn floor_window(rss: bool) {
         gtk::gio::ApplicationFlags::NON_UNIQUE,
     );
     app.connect_activate(move |app| {
-        let content = gtk::Box::new(gtk::Orientation::Vertical, 0);
-        content.append(&adw::HeaderBar::new());
-        content.append(
+        let win = floor_window_with(
+            app,
             &adw::StatusPage::builder()
                 .title("Floor")
                 .icon_name("system-run-symbolic")
                 .vexpand(true)
                 .build(),
         );
-        let win = adw::ApplicationWindow::builder()
-            .application(app)
-            .default_width(1100)
-            .default_height(720)
-            .content(&content)
-            .build();
         let app = app.clone();
         win.connect_map(move |win| {
             let Some(clock) = win.frame_clock() else { return };

@@ -625,12 +625,7 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
     // so rows at the top are stand-ins again by the end.
     type_and_send(&f, "flood 10000 40");
     spin_until("the whole flood", Duration::from_secs(60), || {
-        let store = f.win.agent("demo").and_then(|a| a.loaded_messages());
-        let last = store
-            .and_then(|s| s.item(s.n_items().saturating_sub(1)))
-            .and_downcast::<parley::ui::models::MessageObject>();
-        last.is_some_and(|m| m.text_len() >= 10_000 * 40)
-            && f.win.agent("demo").is_some_and(|a| !a.answering())
+        whole_flood_in_model(&f, 10_000)
     })?;
     spin_until("the last row on screen", Duration::from_secs(10), || {
         f.win.last_row_shown()
@@ -660,10 +655,16 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
     Ok(())
 }
 
-/// The answer's paragraphs are drawn by text blocks, with no label until
-/// the pointer or the focus comes; the label that then takes a block's
-/// place holds the same text, selectable, at the same height, so nothing
-/// moves.
+/// The demo agent's flood of `n` chunks of 40 bytes is all in its last
+/// message, and the turn is over.
+fn whole_flood_in_model(f: &Fixture, n: usize) -> bool {
+    let store = f.win.agent("demo").and_then(|a| a.loaded_messages());
+    let last = store
+        .and_then(|s| s.item(s.n_items().saturating_sub(1)))
+        .and_downcast::<parley::ui::models::MessageObject>();
+    last.is_some_and(|m| m.text_len() >= n * 40) && f.win.agent("demo").is_some_and(|a| !a.answering())
+}
+
 /// While a window shows the model, events are applied in its frames; a
 /// hidden window's frame clock does not tick, and the stream still reaches
 /// the model (the bridge stops waiting for a frame), then the window.
@@ -679,16 +680,9 @@ fn a_hidden_window_still_takes_the_stream(app: &adw::Application) -> Result<(), 
     spin_until(
         "the flood in the model of a hidden window",
         Duration::from_secs(20),
-        || {
-            let store = f.win.agent("demo").and_then(|a| a.loaded_messages());
-            let last = store
-                .and_then(|s| s.item(s.n_items().saturating_sub(1)))
-                .and_downcast::<parley::ui::models::MessageObject>();
-            last.is_some_and(|m| m.text_len() >= 2000 * 40)
-                && f.win.agent("demo").is_some_and(|a| !a.answering())
-        },
+        || whole_flood_in_model(&f, 2000),
     )?;
-    // Not one wait of a second per batch of events: a tenth at most.
+    // A frame that never comes is waited for a tenth of a second a batch.
     if t.elapsed() > Duration::from_secs(5) {
         return Err(format!(
             "the flood took {:?} to reach a hidden window's model",
@@ -706,6 +700,10 @@ fn a_hidden_window_still_takes_the_stream(app: &adw::Application) -> Result<(), 
     Ok(())
 }
 
+/// The answer's paragraphs are drawn by text blocks, with no label until
+/// the pointer or the focus comes; the label that then takes a block's
+/// place holds the same text, selectable, at the same height, so nothing
+/// moves.
 fn text_blocks_become_labels(f: &Fixture) -> Result<(), String> {
     let mut blocks = Vec::new();
     let list = f.win.conversation_view().message_list();
