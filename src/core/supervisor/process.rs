@@ -158,6 +158,23 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
     })
 }
 
+/// How much an agent may write ahead of Parley's reading: 1 MiB, the
+/// most Linux lets a user ask for by default (`/proc/sys/fs/pipe-max-size`).
+const AGENT_PIPE_BYTES: libc::c_int = 1 << 20;
+
+/// Widens the pipe that `fd` is one end of to `AGENT_PIPE_BYTES`. With the
+/// default 64 KiB a fast agent fills the pipe and waits, and each read of
+/// Parley's wakes it again; on virtual machines such a wake-up of the other
+/// core is costly (a 100,000-chunk flood: about a fifth of its ingest, see
+/// BENCHMARKS.md). Where the system refuses, the pipe stays as it was.
+pub fn widen_pipe(fd: &impl AsRawFd) {
+    // SAFETY: F_SETPIPE_SZ on a descriptor the caller holds open; it
+    // touches only the pipe's capacity.
+    unsafe {
+        libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, AGENT_PIPE_BYTES);
+    }
+}
+
 /// The agent's exit status, as the guardian reports it; `None` when the
 /// guardian ended without saying (it was killed).
 pub async fn agent_exit(status: std::io::PipeReader) -> Option<ExitStatus> {

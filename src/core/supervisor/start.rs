@@ -221,6 +221,7 @@ impl Supervisor {
             process::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
             return Err((StartError::plain("the agent's pipes could not be opened"), None));
         };
+        process::widen_pipe(&stdout);
         let name = def.name.clone();
         let stderr_task = tokio::spawn(read_stderr(
             stderr,
@@ -272,7 +273,12 @@ impl Supervisor {
             logs: logs.clone(),
             terminals: terminals.clone(),
         });
-        let conn = Connection::start(BufReader::new(stdout), stdin, handler, acp::MAX_LINE_BYTES);
+        let conn = Connection::start(
+            BufReader::with_capacity(64 * 1024, stdout),
+            stdin,
+            handler,
+            acp::MAX_LINE_BYTES,
+        );
         let mut running = Running {
             conn: conn.clone(),
             pgid,
