@@ -6,7 +6,8 @@
 //!   third of a page a frame. Figures: the longest frame (layout to
 //!   painted), the frames over 16 ms and the longest gap between frames
 //!   while scrolling; the resident memory at 20,000 messages ÷ that at
-//!   2,000 (goal ≤ 1.5).
+//!   2,000 (goal ≤ 1.5). Then the same scroll in a floor window that
+//!   draws the page's messages as Pango layouts (`window/scroll_floor.rs`).
 //! - stream: the demo agent floods N chunks of 40 bytes into the selected
 //!   conversation. Figures: the time until the last chunk is on screen ÷ the
 //!   core's own time for the same flood (measured in the same run, no
@@ -36,6 +37,8 @@ use std::time::{Duration, Instant};
 
 #[path = "figures.rs"]
 mod figures;
+#[path = "window/scroll_floor.rs"]
+mod scroll_floor;
 
 use adw::prelude::*;
 use gtk::glib;
@@ -832,6 +835,12 @@ fn long_figure(app: &adw::Application) {
         spin_until(Duration::from_millis(500), || false);
         memory.push((size, rss_kb()));
     }
+    // The floors after all of Parley's figures, so that their memory is
+    // not in Parley's.
+    let page = win.conversation_view().scroller().height();
+    for &size in &sizes {
+        scroll_floor_figure(app, size, page);
+    }
     let rows = win.conversation_view().message_list().n_items();
     println!(
         "long conversation memory: window with no message {:.1} MB; {} ({rows} rows at 20,000)",
@@ -860,6 +869,119 @@ fn long_figure(app: &adw::Application) {
     parley::ui::runtime::runtime().block_on(core.shutdown());
 }
 
+/// A frame: when it ended, how long it took from its update phase to its
+/// painting, and the main thread's time on a core meanwhile (the rest it
+/// waited for one).
+type Frame = (Instant, Duration, Duration);
+
+/// The frames of a frame clock, logged until `finish`.
+struct FrameLog {
+    clock: gtk::gdk::FrameClock,
+    frames: Rc<RefCell<Vec<Frame>>>,
+    handlers: Vec<glib::SignalHandlerId>,
+}
+
+fn log_frames(clock: &gtk::gdk::FrameClock) -> FrameLog {
+    let starts: Rc<RefCell<Option<(Instant, Sched)>>> = Rc::default();
+    let frames: Rc<RefCell<Vec<Frame>>> = Rc::default();
+    let s = starts.clone();
+    let h1 = clock.connect_update(move |_| {
+        s.borrow_mut()
+            .get_or_insert_with(|| (Instant::now(), schedstat()));
+    });
+    let f = frames.clone();
+    let h2 = clock.connect_after_paint(move |_| {
+        if let Some((start, sched)) = starts.borrow_mut().take() {
+            let on_core = schedstat().on_core.saturating_sub(sched.on_core);
+            f.borrow_mut().push((Instant::now(), start.elapsed(), on_core));
+        }
+    });
+    FrameLog {
+        clock: clock.clone(),
+        frames,
+        handlers: vec![h1, h2],
+    }
+}
+
+impl FrameLog {
+    fn finish(self) -> Vec<Frame> {
+        for h in self.handlers {
+            self.clock.disconnect(h);
+        }
+        self.frames.take()
+    }
+}
+
+/// What a scroll's frames came to.
+struct FrameSummary {
+    /// The longest frame, and the longest gap between two.
+    worst: Duration,
+    gap: Duration,
+    /// The frames over 16 ms; of those, the frames whose own work took
+    /// over 16 ms (the others took longer only because the thread waited
+    /// for a core: a shared machine).
+    over_16: usize,
+    work_over_16: usize,
+    most_work: Duration,
+}
+
+impl FrameSummary {
+    fn of(frames: &[Frame]) -> Self {
+        let budget = Duration::from_millis(16);
+        FrameSummary {
+            worst: frames.iter().map(|f| f.1).max().unwrap_or_default(),
+            gap: frames
+                .windows(2)
+                .map(|w| w[1].0 - w[0].0)
+                .max()
+                .unwrap_or_default(),
+            over_16: frames.iter().filter(|f| f.1 > budget).count(),
+            work_over_16: frames.iter().filter(|f| f.2 > budget).count(),
+            most_work: frames.iter().map(|f| f.2).max().unwrap_or_default(),
+        }
+    }
+}
+
+/// The name of the long conversation's figures of `size` messages. (The
+/// 2,000-message figures keep the names they had before 20,000 came.)
+fn long_name(size: usize) -> String {
+    match size {
+        2_000 => "long conversation".to_owned(),
+        _ => format!("long conversation of {size} messages"),
+    }
+}
+
+/// The scroll floor (`scroll_floor`) over `size` messages on a page as
+/// high as Parley's (`page`), against Parley's frames.
+fn scroll_floor_figure(app: &adw::Application, size: usize, page: i32) {
+    let frames = scroll_floor::scroll(app, size, page);
+    let f = FrameSummary::of(&frames);
+    println!(
+        "long conversation: {size} messages, the floor window (Pango layouts of the page's messages, no widgets): {} frames; longest frame {:.1} ms, {} over 16 ms; longest gap between frames {:.1} ms; most work in a frame {:.1} ms, {} frames with over 16 ms of work",
+        frames.len(),
+        f.worst.as_secs_f64() * 1e3,
+        f.over_16,
+        f.gap.as_secs_f64() * 1e3,
+        f.most_work.as_secs_f64() * 1e3,
+        f.work_over_16
+    );
+    let name = long_name(size);
+    figures::record(
+        &format!("{name}, the floor window's frames over 16 ms"),
+        f.over_16 as f64,
+        "frames",
+        None,
+        None,
+    );
+    figures::record(
+        &format!("{name}, the floor window's frames with over 16 ms of work"),
+        f.work_over_16 as f64,
+        "frames",
+        None,
+        None,
+    );
+}
+
 /// Scrolls the conversation of `size` messages from top to bottom, a third
 /// of a page a frame as a fast flick does, and records its frames.
 fn scroll_figure(win: &ParleyWindow, size: usize) {
@@ -869,23 +991,7 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
     adj.set_value(0.0);
     spin_until(Duration::from_millis(500), || false);
 
-    let clock = win.frame_clock().expect("frame clock");
-    let starts: Rc<RefCell<Option<(Instant, Sched)>>> = Rc::default();
-    // Each frame: when it ended, how long it took, and the main thread's
-    // time on a core meanwhile (the rest it waited for one).
-    let frames: Rc<RefCell<Vec<(Instant, Duration, Duration)>>> = Rc::default();
-    let s = starts.clone();
-    let h1 = clock.connect_update(move |_| {
-        s.borrow_mut()
-            .get_or_insert_with(|| (Instant::now(), schedstat()));
-    });
-    let (s, f) = (starts.clone(), frames.clone());
-    let h2 = clock.connect_after_paint(move |_| {
-        if let Some((start, sched)) = s.borrow_mut().take() {
-            let on_core = schedstat().on_core.saturating_sub(sched.on_core);
-            f.borrow_mut().push((Instant::now(), start.elapsed(), on_core));
-        }
-    });
+    let log = log_frames(&win.frame_clock().expect("frame clock"));
     let a = adj.clone();
     let tick = scroller.add_tick_callback(move |_, _| {
         let step = a.page_size() / 3.0;
@@ -897,21 +1003,15 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
     spin_until(Duration::from_secs(900), move || list.last_row_shown());
     let took = t.elapsed();
     tick.remove();
-    clock.disconnect(h1);
-    clock.disconnect(h2);
-    let frames = frames.borrow();
-    let worst = frames.iter().map(|f| f.1).max().unwrap_or_default();
-    let gap = frames
-        .windows(2)
-        .map(|w| w[1].0 - w[0].0)
-        .max()
-        .unwrap_or_default();
+    let frames = log.finish();
+    let FrameSummary {
+        worst,
+        gap,
+        over_16,
+        work_over_16,
+        most_work,
+    } = FrameSummary::of(&frames);
     let budget = Duration::from_millis(16);
-    let over_16 = frames.iter().filter(|f| f.1 > budget).count();
-    // Of those, the frames whose own work took over 16 ms; the others took
-    // longer only because the thread waited for a core (shared machine).
-    let work_over_16 = frames.iter().filter(|f| f.2 > budget).count();
-    let most_work = frames.iter().map(|f| f.2).max().unwrap_or_default();
     if std::env::var_os("PARLEY_BENCH_FRAMES").is_some() {
         // When they were on CLOCK_MONOTONIC, to find them in a profile
         // (`perf record -k CLOCK_MONOTONIC`).
@@ -941,12 +1041,8 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         gap.as_secs_f64() * 1e3,
         most_work.as_secs_f64() * 1e3
     );
-    // A frame's budget at 60 Hz is the floor of the longest one. (The
-    // 2,000-message figures keep the names they had before 20,000 came.)
-    let name = match size {
-        2_000 => "long conversation".to_owned(),
-        _ => format!("long conversation of {size} messages"),
-    };
+    // A frame's budget at 60 Hz is the floor of the longest one.
+    let name = long_name(size);
     figures::record(
         &format!("{name}, longest frame"),
         worst.as_secs_f64() * 1e3,
