@@ -923,12 +923,24 @@ struct FrameSummary {
     over_16: usize,
     work_over_16: usize,
     most_work: Duration,
+    /// The median frame's work, and the 99th percentile's.
+    median_work: Duration,
+    p99_work: Duration,
 }
 
 impl FrameSummary {
     fn of(frames: &[Frame]) -> Self {
         let budget = Duration::from_millis(16);
+        let mut work: Vec<Duration> = frames.iter().map(|f| f.2).collect();
+        work.sort();
+        let at = |q: f64| {
+            work.get(((work.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or_default()
+        };
         FrameSummary {
+            median_work: at(0.5),
+            p99_work: at(0.99),
             worst: frames.iter().map(|f| f.1).max().unwrap_or_default(),
             gap: frames
                 .windows(2)
@@ -957,13 +969,15 @@ fn scroll_floor_figure(app: &adw::Application, size: usize, page: i32) {
     let frames = scroll_floor::scroll(app, size, page);
     let f = FrameSummary::of(&frames);
     println!(
-        "long conversation: {size} messages, the floor window (Pango layouts of the page's messages, no widgets): {} frames; longest frame {:.1} ms, {} over 16 ms; longest gap between frames {:.1} ms; most work in a frame {:.1} ms, {} frames with over 16 ms of work",
+        "long conversation: {size} messages, the floor window (Pango layouts of the page's messages, no widgets): {} frames; longest frame {:.1} ms, {} over 16 ms; longest gap between frames {:.1} ms; most work in a frame {:.1} ms, {} frames with over 16 ms of work; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
         frames.len(),
         f.worst.as_secs_f64() * 1e3,
         f.over_16,
         f.gap.as_secs_f64() * 1e3,
         f.most_work.as_secs_f64() * 1e3,
-        f.work_over_16
+        f.work_over_16,
+        f.median_work.as_secs_f64() * 1e3,
+        f.p99_work.as_secs_f64() * 1e3
     );
     let name = long_name(size);
     figures::record(
@@ -1010,6 +1024,8 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         over_16,
         work_over_16,
         most_work,
+        median_work,
+        p99_work,
     } = FrameSummary::of(&frames);
     let budget = Duration::from_millis(16);
     if std::env::var_os("PARLEY_BENCH_FRAMES").is_some() {
@@ -1034,12 +1050,14 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         }
     }
     println!(
-        "long conversation: {size} messages scrolled top to bottom in {:.1} s, {} frames; longest frame {:.1} ms, {over_16} over 16 ms; longest gap between frames {:.1} ms; most work in a frame {:.1} ms, {work_over_16} frames with over 16 ms of work",
+        "long conversation: {size} messages scrolled top to bottom in {:.1} s, {} frames; longest frame {:.1} ms, {over_16} over 16 ms; longest gap between frames {:.1} ms; most work in a frame {:.1} ms, {work_over_16} frames with over 16 ms of work; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
         took.as_secs_f64(),
         frames.len(),
         worst.as_secs_f64() * 1e3,
         gap.as_secs_f64() * 1e3,
-        most_work.as_secs_f64() * 1e3
+        most_work.as_secs_f64() * 1e3,
+        median_work.as_secs_f64() * 1e3,
+        p99_work.as_secs_f64() * 1e3
     );
     // A frame's budget at 60 Hz is the floor of the longest one.
     let name = long_name(size);
