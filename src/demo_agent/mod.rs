@@ -73,6 +73,7 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   resume               offer session/resume and session/close
   load                 offer session/load (replays the stored turns as
                        user and agent message chunks) and session/close
+  slow-reopen          answer session/resume and session/load after 1 s
   list                 offer session/list (the stored sessions of a cwd,
                        newest first, one page) and session/delete
 With resume, load or list, sessions are stored as <sessionId>.json files

@@ -266,6 +266,9 @@ fn reopen(agent: &Agent, id: &Value, params: &Value, replay: bool) {
     let sid = session_id(params);
     let method = if replay { "session/load" } else { "session/resume" };
     eprintln!("demo: {method} {sid}");
+    if agent.mode("slow-reopen").is_some() {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
     let cwd = params.get("cwd").and_then(Value::as_str).unwrap_or_default();
     if !Path::new(cwd).is_absolute() {
         return agent.respond_error(id, -32602, "cwd must be absolute");

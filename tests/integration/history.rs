@@ -186,6 +186,52 @@ async fn without_resume_or_load_a_stored_conversation_is_read_only() {
     assert_eq!(titles, ["echo fresh", "echo hello"], "newest first");
 }
 
+/// Opening a stored conversation resumes its session in the background;
+/// the user moves on to a new conversation before the agent answers. The
+/// resumed session stays the old conversation's, and the new one gets its
+/// own. (Before, the answer was given to whichever conversation was
+/// current: the new one went on in the old session, or became read-only.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_resumed_after_its_conversation_was_left_stays_with_it() {
+    let h = keeping("resume,slow-reopen");
+    let mut h = h.restart().await;
+    said(&mut h, "k", "echo the first answer").await;
+    let id = h.core.conversation("k").expect("conv").id.expect("stored");
+    let mut h = h.restart().await;
+    h.core.supervisor.start("k").await.expect("start");
+    h.core.chat.open("k", &id).await.expect("open");
+    // The agent has the resume (and takes a second to answer it).
+    let asked = tokio::time::timeout(Duration::from_secs(10), async {
+        while !logged(&h, "k", "demo: session/resume") {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    assert!(asked.is_ok(), "the agent was never asked to resume");
+    h.core.chat.new_conversation("k").expect("new");
+    said(&mut h, "k", "echo fresh").await;
+    let list = h.core.chat.list("k", 0, 10).await.expect("list");
+    let rows: Vec<(&str, Option<&str>)> = list
+        .conversations
+        .iter()
+        .map(|c| (c.title.as_str(), c.session_id.as_deref()))
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert_eq!(
+        (rows[0].0, rows[1].0),
+        ("echo fresh", "echo the first answer"),
+        "{rows:?}"
+    );
+    assert_ne!(
+        rows[0].1, rows[1].1,
+        "each conversation has its own session: {rows:?}"
+    );
+    let fresh = h.core.conversation("k").expect("conv");
+    assert!(fresh.read_only.is_none(), "{:?}", fresh.read_only);
+    let texts = texts(&h, "k");
+    assert_eq!(texts.len(), 2, "only the new conversation's turn: {texts:?}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn sessions_started_elsewhere_are_listed_loaded_and_deleted() {
     let h = keeping("load,list");

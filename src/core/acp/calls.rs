@@ -29,6 +29,10 @@ pub enum CallError {
     /// (it stays read-only).
     #[error("{0}")]
     NotResumable(String),
+    /// The conversation the session was being opened for was left (New
+    /// or Open) before the agent answered.
+    #[error("the conversation changed while its session was being opened")]
+    Superseded,
 }
 
 fn to_params<T: Serialize>(value: &T) -> Value {

@@ -87,10 +87,10 @@ impl Recorder {
 /// A session left open in the agent's process (`generation`), with what
 /// the conversation had of it.
 pub(super) struct LiveSession {
-    sid: acp::SessionId,
-    generation: u64,
-    options: Vec<super::controls::SessionOption>,
-    commands: Vec<super::message::Command>,
+    pub(super) sid: acp::SessionId,
+    pub(super) generation: u64,
+    pub(super) options: Vec<super::controls::SessionOption>,
+    pub(super) commands: Vec<super::message::Command>,
 }
 
 /// At most this many sessions are kept open per agent for switching back.
@@ -416,7 +416,7 @@ impl Chat {
     /// Takes the agent's current conversation out of memory (`New`, and
     /// before `Open`); refused while a turn runs. The session it leaves
     /// is closed where the agent offers `session/close`.
-    fn leave_current(&self, agent: &str, next: Conv) -> Result<(), ChatError> {
+    fn leave_current(&self, agent: &str, mut next: Conv) -> Result<(), ChatError> {
         if lock(&self.inner.convs).get(agent).is_some_and(|c| c.busy) {
             return Err(ChatError::Busy);
         }
@@ -428,30 +428,11 @@ impl Chat {
             if c.busy {
                 return Err(ChatError::Busy);
             }
+            next.serial = self
+                .inner
+                .conv_serial
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let mut old = std::mem::replace(c, next);
-            if let Some((sid, generation)) = old.session.take() {
-                let closes = self
-                    .inner
-                    .supervisor
-                    .capabilities(agent)
-                    .is_some_and(|caps| caps.session_capabilities.close.is_some());
-                if closes {
-                    old.session = Some((sid, generation));
-                } else {
-                    let mut live = lock(&self.inner.live);
-                    let list = live.entry(agent.to_owned()).or_default();
-                    list.retain(|l| l.sid != sid);
-                    list.push(LiveSession {
-                        sid,
-                        generation,
-                        options: std::mem::take(&mut old.options),
-                        commands: std::mem::take(&mut old.commands),
-                    });
-                    if list.len() > LIVE_SESSIONS {
-                        list.remove(0);
-                    }
-                }
-            }
             // The new conversation's row (an opened one has it already).
             let mut r = lock(&self.inner.recorder);
             match &c.conversation {
@@ -464,22 +445,49 @@ impl Chat {
                     r.titles.remove(agent);
                 }
             }
-            old.session
+            old.session.take().map(|(sid, generation)| LiveSession {
+                sid,
+                generation,
+                options: std::mem::take(&mut old.options),
+                commands: std::mem::take(&mut old.commands),
+            })
         };
-        let sup = self.inner.supervisor.clone();
-        if let (Some((sid, generation)), Some((conn, g)), Some(caps)) =
-            (left, sup.connection(agent), sup.capabilities(agent))
-        {
-            if g == generation && caps.session_capabilities.close.is_some() {
-                let agent = agent.to_owned();
-                tokio::spawn(async move {
-                    if let Err(e) = calls::close_session(&conn, &sid.to_string()).await {
-                        sup.log(&agent, format!("parley: session/close failed: {e}"));
-                    }
-                });
-            }
+        if let Some(session) = left {
+            self.let_go(agent, session);
         }
         Ok(())
+    }
+
+    /// A session that the agent's current conversation no longer has (it
+    /// was left, by New or Open): closed where the agent can close
+    /// sessions, else kept open in its process for switching back
+    /// (`take_live`).
+    pub(super) fn let_go(&self, agent: &str, session: LiveSession) {
+        let sup = self.inner.supervisor.clone();
+        let closes = sup
+            .capabilities(agent)
+            .is_some_and(|caps| caps.session_capabilities.close.is_some());
+        if !closes {
+            let mut live = lock(&self.inner.live);
+            let list = live.entry(agent.to_owned()).or_default();
+            list.retain(|l| l.sid != session.sid);
+            list.push(session);
+            if list.len() > LIVE_SESSIONS {
+                list.remove(0);
+            }
+            return;
+        }
+        let Some((conn, g)) = sup.connection(agent) else {
+            return;
+        };
+        if g == session.generation {
+            let agent = agent.to_owned();
+            tokio::spawn(async move {
+                if let Err(e) = calls::close_session(&conn, &session.sid.to_string()).await {
+                    sup.log(&agent, format!("parley: session/close failed: {e}"));
+                }
+            });
+        }
     }
 
     /// `conversations:changed`, with the agent's current conversation.

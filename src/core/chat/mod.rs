@@ -102,6 +102,10 @@ struct Conv {
     /// Why the conversation cannot go on (its agent can neither resume nor
     /// load sessions); `Send` is refused.
     read_only: Option<String>,
+    /// Which conversation this is: new with each New or Open
+    /// (`leave_current`), so that a session opened for one conversation
+    /// is not given to the one the user went on to meanwhile.
+    serial: u64,
     /// Counts what the agent sent in the turn (updates, requests): the
     /// silence watch compares it over time, so no clock is read per chunk.
     activity: u64,
@@ -222,6 +226,8 @@ struct ChatInner {
     events: EventSender,
     supervisor: Supervisor,
     next_id: AtomicU64,
+    /// The next `Conv::serial`.
+    conv_serial: AtomicU64,
     recorder: Mutex<conversations::Recorder>,
     /// Sessions left open in their agent's process by New or Open (agents
     /// without `session/close`): switching back takes them up again.
@@ -262,6 +268,7 @@ impl Chat {
                 events,
                 supervisor: supervisor.clone(),
                 next_id: AtomicU64::new(1),
+                conv_serial: AtomicU64::new(1),
                 recorder: Mutex::default(),
                 live: Mutex::default(),
                 rules: Mutex::default(),

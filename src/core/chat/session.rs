@@ -18,6 +18,18 @@ use crate::i18n::gettext_f;
 /// answered (applied once a turn's message exists).
 pub(super) type Opened = (acp::SessionId, Vec<(String, acp::SessionUpdate)>);
 
+/// The conversation a session is being opened for, as it was when the
+/// opening began.
+struct Opening {
+    /// Its `Conv::serial`: the answer is the current conversation's only
+    /// while this is still the current one's.
+    serial: u64,
+    /// The agent session to resume (or load), and whether the conversation
+    /// came from the history (then it never silently gets a new session).
+    resume_from: Option<String>,
+    from_history: bool,
+}
+
 /// The protocol's form of a configured MCP server.
 fn to_acp(def: &McpServerDef) -> acp::McpServer {
     let headers = || -> Vec<acp::HttpHeader> {
@@ -96,7 +108,7 @@ impl Chat {
     ) -> Result<Opened, calls::CallError> {
         let opener = self.opener(agent);
         let _one = opener.lock().await;
-        {
+        let opening = {
             let mut convs = lock(&self.inner.convs);
             let c = convs.entry(agent.to_owned()).or_default();
             match &c.session {
@@ -114,10 +126,16 @@ impl Chat {
                 }
             }
             c.opening_session = true;
-        }
-        let opened = self.open_session(agent, conn, generation).await;
+            Opening {
+                serial: c.serial,
+                resume_from: c.stored_session.clone(),
+                from_history: c.from_history,
+            }
+        };
+        let opened = self.open_session(agent, conn, generation, &opening).await;
         if opened.is_err() {
-            if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
+            let mut convs = lock(&self.inner.convs);
+            if let Some(c) = convs.get_mut(agent).filter(|c| c.serial == opening.serial) {
                 c.opening_session = false;
                 c.early.clear();
             }
@@ -132,6 +150,7 @@ impl Chat {
         agent: &str,
         conn: &Connection,
         generation: u64,
+        opening: &Opening,
     ) -> Result<Opened, calls::CallError> {
         let sup = &self.inner.supervisor;
         let def = sup.definition(agent).unwrap_or_default();
@@ -160,21 +179,18 @@ impl Chat {
             ));
             dirs.clear();
         }
-        let (resume_from, from_history) = lock(&self.inner.convs)
-            .get(agent)
-            .map(|c| (c.stored_session.clone(), c.from_history))
-            .unwrap_or_default();
+        let (resume_from, from_history) = (opening.resume_from.clone(), opening.from_history);
         let mut resumed = None;
         if let Some(stored) = &resume_from {
             resumed = self
                 .resume(agent, conn, stored, &def.working_dir(), &dirs, &servers, &caps)
                 .await?;
             if resumed.is_none() && from_history {
-                return Err(self.make_read_only(agent, None));
+                return Err(self.make_read_only(agent, None, opening.serial));
             }
             if let Some(Err(why)) = &resumed {
                 if from_history {
-                    return Err(self.make_read_only(agent, Some(why.clone())));
+                    return Err(self.make_read_only(agent, Some(why.clone()), opening.serial));
                 }
                 sup.log(agent, format!("parley: the session could not be resumed: {why}"));
             }
@@ -194,6 +210,23 @@ impl Chat {
         let (restarted, sid, early) = {
             let mut convs = lock(&self.inner.convs);
             let c = convs.entry(agent.to_owned()).or_default();
+            if c.serial != opening.serial {
+                // The user left the conversation before the agent
+                // answered: the session is that conversation's, kept for
+                // switching back to it (or closed), and not given to the
+                // one now current.
+                drop(convs);
+                self.let_go(
+                    agent,
+                    super::conversations::LiveSession {
+                        sid,
+                        generation,
+                        options: controls::from_session_answer(&raw),
+                        commands: Vec::new(),
+                    },
+                );
+                return Err(calls::CallError::Superseded);
+            }
             c.opening_session = false;
             let early = std::mem::take(&mut c.early);
             let restarted = c.had_session && is_new;
@@ -311,7 +344,9 @@ impl Chat {
 
     /// The agent's current conversation cannot go on: it is read-only,
     /// and the front ends hear why (`conversation:switched`).
-    fn make_read_only(&self, agent: &str, refused: Option<String>) -> calls::CallError {
+    /// `serial`: the conversation it was found for; if the user has left
+    /// it meanwhile, the current one is not touched (`Superseded`).
+    fn make_read_only(&self, agent: &str, refused: Option<String>, serial: u64) -> calls::CallError {
         let why = match refused {
             None => crate::i18n::gettext(
                 "This agent cannot resume its sessions, so this conversation is read-only. Continue in a new conversation.",
@@ -321,10 +356,17 @@ impl Chat {
                 &[("error", &words)],
             ),
         };
-        if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
-            c.read_only = Some(why.clone());
-            c.opening_session = false;
-            c.early.clear();
+        let marked = match lock(&self.inner.convs).get_mut(agent) {
+            Some(c) if c.serial == serial => {
+                c.read_only = Some(why.clone());
+                c.opening_session = false;
+                c.early.clear();
+                true
+            }
+            _ => false,
+        };
+        if !marked {
+            return calls::CallError::Superseded;
         }
         self.emit_switched(agent);
         calls::CallError::NotResumable(why)
@@ -436,7 +478,17 @@ impl Chat {
         let Some((conn, generation)) = sup.connection(agent) else {
             return Err(ChatError::Unavailable(crate::i18n::gettext("the agent stopped")));
         };
-        match self.session_for(agent, &conn, generation).await {
+        // Left for another conversation while its session opened: the one
+        // now current is prepared instead (a user who keeps switching
+        // gets the agent ready, not an error).
+        let mut tries = 0;
+        let opened = loop {
+            match self.session_for(agent, &conn, generation).await {
+                Err(calls::CallError::Superseded) if tries < 3 => tries += 1,
+                other => break other,
+            }
+        };
+        match opened {
             Ok((_, early)) => {
                 self.signed_in_after_all(agent);
                 for (s, update) in early {
