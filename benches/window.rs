@@ -249,9 +249,8 @@ fn missed(gaps: &[Duration]) -> usize {
 /// and code spans, and a drawing area as wide as Parley's column shapes
 /// them in one Pango layout and draws it, its end at the bottom. No model,
 /// no widgets per paragraph, nothing kept for what scrolled away. Returns
-/// the gaps between painted frames until the end is on screen.
-/// The floor window under the flood: the time until its end was painted,
-/// and the gaps between painted frames.
+/// the time until the end was painted (from the prompt), and the gaps
+/// between painted frames until then.
 fn floor_stream_time(app: &adw::Application, n: usize) -> (Duration, Vec<Duration>) {
     use std::sync::{Arc, Mutex};
     let dir = tempfile::tempdir().expect("tempdir");
