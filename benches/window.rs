@@ -8,6 +8,9 @@
 //!   while scrolling; the resident memory at 20,000 messages ÷ that at
 //!   2,000 (goal ≤ 1.5). Then the same scroll in a floor window that
 //!   draws the page's messages as Pango layouts (`window/scroll_floor.rs`).
+//!   Each frame over 16 ms is told by what made it long: its own work,
+//!   waiting for a core, or blocked (on the X server's replies);
+//!   `PARLEY_BENCH_FRAMES=1` prints each such frame.
 //! - stream: the demo agent floods N chunks of 40 bytes into the selected
 //!   conversation. Figures: the time until the last chunk is on screen ÷ the
 //!   core's own time for the same flood (measured in the same run, no
@@ -19,6 +22,9 @@
 //!   `PARLEY_BENCH_FRAMES=1` prints each gap, split into the main loop's
 //!   time between frames, the frame's update and layout (where the stream
 //!   is applied, at its start), and its drawing; and the floor's gaps.
+//! - With `PARLEY_BENCH_FLOOR_LAYOUT=1` both floors also lay their window
+//!   out each frame, as a widget that moves or grows does, and their
+//!   figures take another name.
 //! - text: 100 paragraphs of 1 KB made, measured and laid out as text
 //!   blocks ÷ as the labels they replace, in the same run (`-- text`).
 //! - open: a stored 10,000-message conversation opened from the history
@@ -330,6 +336,9 @@ fn floor_stream_time(app: &adw::Application, n: usize) -> (Duration, Vec<Duratio
         };
         *markup.borrow_mut() = flood_markup(&tail);
         area.queue_draw();
+        if scroll_floor::laid_out() {
+            area.queue_allocate();
+        }
         glib::ControlFlow::Continue
     });
     let frames: Rc<RefCell<Vec<(Instant, Duration)>>> = Rc::default();
@@ -842,7 +851,7 @@ fn long_figure(app: &adw::Application) {
     }
     let rows = win.conversation_view().message_list().n_items();
     println!(
-        "long conversation memory: window with no message {:.1} MB; {} ({rows} rows at 20,000)",
+        "long conversation memory: window with no message {:.1} MB; {} ({rows} rows at {} messages)",
         base as f64 / 1024.0,
         memory
             .iter()
@@ -852,7 +861,8 @@ fn long_figure(app: &adw::Application) {
                 (kb - base) as f64 / 1024.0
             ))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        sizes.last().copied().unwrap_or(0)
     );
     if let [(_, small), (_, large)] = memory[..] {
         // The window's whole resident memory, after scrolling all of it.
@@ -869,9 +879,23 @@ fn long_figure(app: &adw::Application) {
 }
 
 /// A frame: when it ended, how long it took from its update phase to its
-/// painting, and the main thread's time on a core meanwhile (the rest it
-/// waited for one).
-type Frame = (Instant, Duration, Duration);
+/// painting, the main thread's time on a core meanwhile, and its time
+/// waiting for a core (runnable, another thread on it). The rest of the
+/// frame the thread was blocked: under Xvfb, the profile finds it waiting
+/// for the X server's replies (BENCHMARKS.md).
+#[derive(Clone, Copy)]
+struct Frame {
+    end: Instant,
+    took: Duration,
+    work: Duration,
+    queued: Duration,
+}
+
+impl Frame {
+    fn blocked(&self) -> Duration {
+        self.took.saturating_sub(self.work + self.queued)
+    }
+}
 
 /// The frames of a frame clock, logged until `finish`.
 struct FrameLog {
@@ -891,8 +915,13 @@ fn log_frames(clock: &gtk::gdk::FrameClock) -> FrameLog {
     let f = frames.clone();
     let h2 = clock.connect_after_paint(move |_| {
         if let Some((start, sched)) = starts.borrow_mut().take() {
-            let on_core = schedstat().on_core.saturating_sub(sched.on_core);
-            f.borrow_mut().push((Instant::now(), start.elapsed(), on_core));
+            let now = schedstat();
+            f.borrow_mut().push(Frame {
+                end: Instant::now(),
+                took: start.elapsed(),
+                work: now.on_core.saturating_sub(sched.on_core),
+                queued: now.waiting.saturating_sub(sched.waiting),
+            });
         }
     });
     FrameLog {
@@ -917,10 +946,12 @@ struct FrameSummary {
     worst: Duration,
     gap: Duration,
     /// The frames over 16 ms; of those, the frames whose own work took
-    /// over 16 ms (the others took longer only because the thread waited
-    /// for a core: a shared machine).
+    /// over 16 ms, and of the others those that were longer mostly
+    /// because the thread was blocked (on an X reply) rather than
+    /// waiting for a core (a shared machine).
     over_16: usize,
     work_over_16: usize,
+    blocked_over_16: usize,
     most_work: Duration,
     /// The median frame's work, and the 99th percentile's.
     median_work: Duration,
@@ -930,26 +961,41 @@ struct FrameSummary {
 impl FrameSummary {
     fn of(frames: &[Frame]) -> Self {
         let budget = Duration::from_millis(16);
-        let mut work: Vec<Duration> = frames.iter().map(|f| f.2).collect();
+        let mut work: Vec<Duration> = frames.iter().map(|f| f.work).collect();
         work.sort();
         let at = |q: f64| {
             work.get(((work.len() as f64 - 1.0) * q).round() as usize)
                 .copied()
                 .unwrap_or_default()
         };
+        let long = || frames.iter().filter(|f| f.took > budget);
         FrameSummary {
             median_work: at(0.5),
             p99_work: at(0.99),
-            worst: frames.iter().map(|f| f.1).max().unwrap_or_default(),
+            worst: frames.iter().map(|f| f.took).max().unwrap_or_default(),
             gap: frames
                 .windows(2)
-                .map(|w| w[1].0 - w[0].0)
+                .map(|w| w[1].end - w[0].end)
                 .max()
                 .unwrap_or_default(),
-            over_16: frames.iter().filter(|f| f.1 > budget).count(),
-            work_over_16: frames.iter().filter(|f| f.2 > budget).count(),
-            most_work: frames.iter().map(|f| f.2).max().unwrap_or_default(),
+            over_16: long().count(),
+            work_over_16: long().filter(|f| f.work > budget).count(),
+            blocked_over_16: long()
+                .filter(|f| f.work <= budget && f.blocked() > f.queued)
+                .count(),
+            most_work: frames.iter().map(|f| f.work).max().unwrap_or_default(),
         }
+    }
+
+    /// The frames over 16 ms, said by what made them long.
+    fn why_long(&self) -> String {
+        format!(
+            "{} over 16 ms ({} with over 16 ms of work, {} mostly blocked on the X server, {} mostly waiting for a core)",
+            self.over_16,
+            self.work_over_16,
+            self.blocked_over_16,
+            self.over_16 - self.work_over_16 - self.blocked_over_16
+        )
     }
 }
 
@@ -968,27 +1014,35 @@ fn scroll_floor_figure(app: &adw::Application, size: usize, page: i32) {
     let frames = scroll_floor::scroll(app, size, page);
     let f = FrameSummary::of(&frames);
     println!(
-        "long conversation: {size} messages, the floor window (Pango layouts of the page's messages, no widgets): {} frames; longest frame {:.1} ms, {} over 16 ms; longest gap between frames {:.1} ms; most work in a frame {:.1} ms, {} frames with over 16 ms of work; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
+        "long conversation: {size} messages, the floor window (Pango layouts of the page's messages, no widgets{}): {} frames; longest frame {:.1} ms, {}; longest gap between frames {:.1} ms; most work in a frame {:.1} ms; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
+        if scroll_floor::laid_out() { ", laid out each frame" } else { "" },
         frames.len(),
         f.worst.as_secs_f64() * 1e3,
-        f.over_16,
+        f.why_long(),
         f.gap.as_secs_f64() * 1e3,
         f.most_work.as_secs_f64() * 1e3,
-        f.work_over_16,
         f.median_work.as_secs_f64() * 1e3,
         f.p99_work.as_secs_f64() * 1e3
     );
     let name = long_name(size);
+    let floor = scroll_floor::floor_name();
     figures::record(
-        &format!("{name}, the floor window's frames over 16 ms"),
+        &format!("{name}, {floor}'s frames over 16 ms"),
         f.over_16 as f64,
         "frames",
         None,
         None,
     );
     figures::record(
-        &format!("{name}, the floor window's frames with over 16 ms of work"),
+        &format!("{name}, {floor}'s frames with over 16 ms of work"),
         f.work_over_16 as f64,
+        "frames",
+        None,
+        None,
+    );
+    figures::record(
+        &format!("{name}, {floor}'s frames over 16 ms mostly blocked on the X server"),
+        f.blocked_over_16 as f64,
         "frames",
         None,
         None,
@@ -1017,6 +1071,7 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
     let took = t.elapsed();
     tick.remove();
     let frames = log.finish();
+    let summary = FrameSummary::of(&frames);
     let FrameSummary {
         worst,
         gap,
@@ -1025,7 +1080,8 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         most_work,
         median_work,
         p99_work,
-    } = FrameSummary::of(&frames);
+        ..
+    } = summary;
     let budget = Duration::from_millis(16);
     if std::env::var_os("PARLEY_BENCH_FRAMES").is_some() {
         // When they were on CLOCK_MONOTONIC, to find them in a profile
@@ -1037,22 +1093,25 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         // SAFETY: clock_gettime writes the timespec it is given.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
         let (mono, instant) = (now.tv_sec as f64 + now.tv_nsec as f64 / 1e9, Instant::now());
-        for (end, took, work) in frames.iter().filter(|f| f.2 > budget) {
-            let end = mono - (instant - *end).as_secs_f64();
+        for f in frames.iter().filter(|f| f.took > budget) {
+            let end = mono - (instant - f.end).as_secs_f64();
             println!(
-                "  frame with {:.1} ms of work ({:.1} ms in all): monotonic {:.6}–{:.6} s",
-                work.as_secs_f64() * 1e3,
-                took.as_secs_f64() * 1e3,
-                end - took.as_secs_f64(),
+                "  frame of {:.1} ms: {:.1} ms of work, {:.1} ms waiting for a core, {:.1} ms blocked; monotonic {:.6}–{:.6} s",
+                f.took.as_secs_f64() * 1e3,
+                f.work.as_secs_f64() * 1e3,
+                f.queued.as_secs_f64() * 1e3,
+                f.blocked().as_secs_f64() * 1e3,
+                end - f.took.as_secs_f64(),
                 end
             );
         }
     }
     println!(
-        "long conversation: {size} messages scrolled top to bottom in {:.1} s, {} frames; longest frame {:.1} ms, {over_16} over 16 ms; longest gap between frames {:.1} ms; most work in a frame {:.1} ms, {work_over_16} frames with over 16 ms of work; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
+        "long conversation: {size} messages scrolled top to bottom in {:.1} s, {} frames; longest frame {:.1} ms, {}; longest gap between frames {:.1} ms; most work in a frame {:.1} ms; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
         took.as_secs_f64(),
         frames.len(),
         worst.as_secs_f64() * 1e3,
+        summary.why_long(),
         gap.as_secs_f64() * 1e3,
         most_work.as_secs_f64() * 1e3,
         median_work.as_secs_f64() * 1e3,
@@ -1080,6 +1139,13 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         "frames",
         None,
         Some(0.0),
+    );
+    figures::record(
+        &format!("{name}, frames over 16 ms mostly blocked on the X server"),
+        summary.blocked_over_16 as f64,
+        "frames",
+        None,
+        None,
     );
 }
 
@@ -1221,8 +1287,9 @@ fn stream_figure(app: &adw::Application, n: usize) {
         ms(worst),
         ms(most_work)
     );
+    let floor = scroll_floor::floor_name();
     println!(
-        "stream {n:>7} chunks, the floor window (the stream's last 3 KB in one Pango layout each frame, same core): longest gap in 3 runs {:>6.1} ms, {} frames; missed a refresh {missed_floor:?}; Parley's longest gap ÷ the floor's {:.2} (median of 3; {:.2}–{:.2}); the floor window's time ÷ core {:.2} ({:.2}–{:.2}); Parley's window time ÷ the floor window's {:.2} ({:.2}–{:.2})",
+        "stream {n:>7} chunks, {floor} (the stream's last 3 KB in one Pango layout each frame, same core): longest gap in 3 runs {:>6.1} ms, {} frames; missed a refresh {missed_floor:?}; Parley's longest gap ÷ the floor's {:.2} (median of 3; {:.2}–{:.2}); the floor window's time ÷ core {:.2} ({:.2}–{:.2}); Parley's window time ÷ the floor window's {:.2} ({:.2}–{:.2})",
         ms(floor_worst),
         runs[1].floor.len() + 1,
         stall_ratios[1],
@@ -1250,7 +1317,7 @@ fn stream_figure(app: &adw::Application, n: usize) {
         Some(1.0),
     );
     figures::record(
-        &format!("stream {n} chunks, longest stall against the floor window's"),
+        &format!("stream {n} chunks, longest stall against {floor}'s"),
         ms(worst),
         "ms",
         Some(ms(floor_worst)),
@@ -1264,28 +1331,28 @@ fn stream_figure(app: &adw::Application, n: usize) {
         Some(0.0),
     );
     figures::record(
-        &format!("stream {n} chunks, the floor window's frames that missed a refresh (3 runs)"),
+        &format!("stream {n} chunks, {floor}'s frames that missed a refresh (3 runs)"),
         missed_floor.iter().sum::<usize>() as f64,
         "frames",
         None,
         None,
     );
     figures::record(
-        &format!("stream {n} chunks, the floor window's time"),
+        &format!("stream {n} chunks, {floor}'s time"),
         ms(fc.floor_total),
         "ms",
         Some(ms(fc.core)),
         None,
     );
     figures::record(
-        &format!("stream {n} chunks, window time against the floor window's"),
+        &format!("stream {n} chunks, window time against {floor}'s"),
         ms(of.total),
         "ms",
         Some(ms(of.floor_total)),
         None,
     );
     figures::record(
-        &format!("stream {n} chunks, the floor window's longest stall"),
+        &format!("stream {n} chunks, {floor}'s longest stall"),
         ms(floor_worst),
         "ms",
         Some(ms(REFRESH)),

@@ -58,6 +58,25 @@ struct State {
     done: bool,
 }
 
+/// Whether the floors' drawing areas (this one and the stream's) are also
+/// laid out again each frame (`PARLEY_BENCH_FLOOR_LAYOUT=1`), as a
+/// widget that moves its children or grows is. GTK 4.8 then lays out the
+/// window, and on X11 that asks the X server where the window is and what
+/// its work area is: five round trips a frame without a window manager
+/// (BENCHMARKS.md).
+pub fn laid_out() -> bool {
+    std::env::var_os("PARLEY_BENCH_FLOOR_LAYOUT").is_some()
+}
+
+/// The floors' name in the figures: the floor laid out each frame is
+/// another floor.
+pub fn floor_name() -> &'static str {
+    match laid_out() {
+        true => "the floor window laid out each frame",
+        false => "the floor window",
+    }
+}
+
 /// Scrolls `size` messages of the long conversation from top to bottom
 /// on a page `page` pixels high, and returns its frames.
 pub fn scroll(app: &adw::Application, size: usize, page: i32) -> Vec<Frame> {
@@ -112,6 +131,9 @@ pub fn scroll(app: &adw::Application, size: usize, page: i32) -> Vec<Frame> {
                 st.top += 1;
             }
             area.queue_draw();
+            if laid_out() {
+                area.queue_allocate();
+            }
         }
         glib::ControlFlow::Continue
     });
