@@ -902,6 +902,30 @@ struct FrameLog {
     clock: gtk::gdk::FrameClock,
     frames: Rc<RefCell<Vec<Frame>>>,
     handlers: Vec<glib::SignalHandlerId>,
+    stolen: Duration,
+}
+
+/// A scroll's frames, and the time the host took from this virtual
+/// machine's cores meanwhile (`steal` in /proc/stat, over all cores): a
+/// core that was woken waits for the host to run it, and that wait is
+/// counted there.
+struct Frames {
+    frames: Vec<Frame>,
+    stolen: Duration,
+}
+
+/// The time the host has taken from this machine's cores so far.
+fn stolen() -> Duration {
+    let text = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let ticks: u64 = text
+        .lines()
+        .next()
+        .and_then(|l| l.split_whitespace().nth(8))
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    Duration::from_millis(ticks * 1000 / hz)
 }
 
 fn log_frames(clock: &gtk::gdk::FrameClock) -> FrameLog {
@@ -928,15 +952,19 @@ fn log_frames(clock: &gtk::gdk::FrameClock) -> FrameLog {
         clock: clock.clone(),
         frames,
         handlers: vec![h1, h2],
+        stolen: stolen(),
     }
 }
 
 impl FrameLog {
-    fn finish(self) -> Vec<Frame> {
+    fn finish(self) -> Frames {
         for h in self.handlers {
             self.clock.disconnect(h);
         }
-        self.frames.take()
+        Frames {
+            frames: self.frames.take(),
+            stolen: stolen().saturating_sub(self.stolen),
+        }
     }
 }
 
@@ -956,10 +984,11 @@ struct FrameSummary {
     /// The median frame's work, and the 99th percentile's.
     median_work: Duration,
     p99_work: Duration,
+    stolen: Duration,
 }
 
 impl FrameSummary {
-    fn of(frames: &[Frame]) -> Self {
+    fn of(Frames { frames, stolen }: &Frames) -> Self {
         let budget = Duration::from_millis(16);
         let mut work: Vec<Duration> = frames.iter().map(|f| f.work).collect();
         work.sort();
@@ -984,17 +1013,19 @@ impl FrameSummary {
                 .filter(|f| f.work <= budget && f.blocked() > f.queued)
                 .count(),
             most_work: frames.iter().map(|f| f.work).max().unwrap_or_default(),
+            stolen: *stolen,
         }
     }
 
     /// The frames over 16 ms, said by what made them long.
     fn why_long(&self) -> String {
         format!(
-            "{} over 16 ms ({} with over 16 ms of work, {} mostly blocked on the X server, {} mostly waiting for a core)",
+            "{} over 16 ms ({} with over 16 ms of work, {} mostly blocked on the X server, {} mostly waiting for a core; the host took {:.1} s of the cores meanwhile)",
             self.over_16,
             self.work_over_16,
             self.blocked_over_16,
-            self.over_16 - self.work_over_16 - self.blocked_over_16
+            self.over_16 - self.work_over_16 - self.blocked_over_16,
+            self.stolen.as_secs_f64()
         )
     }
 }
@@ -1016,7 +1047,7 @@ fn scroll_floor_figure(app: &adw::Application, size: usize, page: i32) {
     println!(
         "long conversation: {size} messages, the floor window (Pango layouts of the page's messages, no widgets{}): {} frames; longest frame {:.1} ms, {}; longest gap between frames {:.1} ms; most work in a frame {:.1} ms; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
         if scroll_floor::laid_out() { ", laid out each frame" } else { "" },
-        frames.len(),
+        frames.frames.len(),
         f.worst.as_secs_f64() * 1e3,
         f.why_long(),
         f.gap.as_secs_f64() * 1e3,
@@ -1093,7 +1124,7 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         // SAFETY: clock_gettime writes the timespec it is given.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
         let (mono, instant) = (now.tv_sec as f64 + now.tv_nsec as f64 / 1e9, Instant::now());
-        for f in frames.iter().filter(|f| f.took > budget) {
+        for f in frames.frames.iter().filter(|f| f.took > budget) {
             let end = mono - (instant - f.end).as_secs_f64();
             println!(
                 "  frame of {:.1} ms: {:.1} ms of work, {:.1} ms waiting for a core, {:.1} ms blocked; monotonic {:.6}–{:.6} s",
@@ -1109,7 +1140,7 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
     println!(
         "long conversation: {size} messages scrolled top to bottom in {:.1} s, {} frames; longest frame {:.1} ms, {}; longest gap between frames {:.1} ms; most work in a frame {:.1} ms; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
         took.as_secs_f64(),
-        frames.len(),
+        frames.frames.len(),
         worst.as_secs_f64() * 1e3,
         summary.why_long(),
         gap.as_secs_f64() * 1e3,

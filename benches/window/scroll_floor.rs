@@ -14,7 +14,7 @@ use adw::prelude::*;
 use gtk::{glib, pango};
 use parley::core::chat::message::{Message, Part};
 
-use super::{log_frames, spin_until, Frame};
+use super::{log_frames, spin_until, Frames};
 
 /// Space between two messages, as between Parley's rows.
 const GAP: i32 = 12;
@@ -79,7 +79,7 @@ pub fn floor_name() -> &'static str {
 
 /// Scrolls `size` messages of the long conversation from top to bottom
 /// on a page `page` pixels high, and returns its frames.
-pub fn scroll(app: &adw::Application, size: usize, page: i32) -> Vec<Frame> {
+pub fn scroll(app: &adw::Application, size: usize, page: i32) -> Frames {
     let texts: Rc<Vec<String>> = Rc::new((0..size).map(|i| markup(&super::long_message(i))).collect());
     let state: Rc<RefCell<State>> = Rc::default();
     let area = gtk::DrawingArea::builder()
