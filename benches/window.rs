@@ -882,7 +882,8 @@ fn long_figure(app: &adw::Application) {
 /// painting, the main thread's time on a core meanwhile, and its time
 /// waiting for a core (runnable, another thread on it). The rest of the
 /// frame the thread was blocked: under Xvfb, the profile finds it waiting
-/// for the X server's replies (BENCHMARKS.md).
+/// for the X server's replies (BENCHMARKS.md). Time the host takes from
+/// a virtual machine's core while the thread runs may land there too.
 #[derive(Clone, Copy)]
 struct Frame {
     end: Instant,
