@@ -31,6 +31,20 @@ const MAX_PER_FRAME: usize = 50_000;
 /// window's frame clock may not tick while the window is hidden.
 const FRAME_WAIT: Duration = Duration::from_millis(100);
 
+/// Disconnects `id` from `clock` unless GTK has let go of its handlers
+/// already: it disposes a window's frame clock, handlers and all, when the
+/// window's surface is destroyed, and disconnecting one then warns.
+fn disconnect_if_connected(clock: &gdk::FrameClock, id: glib::SignalHandlerId) {
+    let object = clock.upcast_ref::<glib::Object>();
+    // SAFETY: the object is alive (`clock` holds a reference), and `id` is
+    // a handler id it was given; the call only looks the id up.
+    let connected =
+        unsafe { glib::gobject_ffi::g_signal_handler_is_connected(object.as_ptr(), id.as_raw()) } != 0;
+    if connected {
+        clock.disconnect(id);
+    }
+}
+
 /// Feeds the core's events to `model` on the GTK main thread, a frame's
 /// worth at a time.
 pub fn attach(model: &AppModel, rx: EventReceiver) {
@@ -48,7 +62,7 @@ pub fn attach(model: &AppModel, rx: EventReceiver) {
             let clock = model.frame_clock();
             if synced.as_ref().map(|(c, _)| c) != clock.as_ref() {
                 if let Some((old, id)) = synced.take() {
-                    old.disconnect(id);
+                    disconnect_if_connected(&old, id);
                 }
                 synced = clock.map(|clock| {
                     let (weak, rx, pending, applied) =
