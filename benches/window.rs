@@ -904,6 +904,7 @@ struct FrameLog {
     frames: Rc<RefCell<Vec<Frame>>>,
     handlers: Vec<glib::SignalHandlerId>,
     stolen: Duration,
+    began: Sched,
 }
 
 /// A scroll's frames, and the time the host took from this virtual
@@ -913,6 +914,9 @@ struct FrameLog {
 struct Frames {
     frames: Vec<Frame>,
     stolen: Duration,
+    /// The main thread's time on a core over the whole scroll: its frames
+    /// and what it does between them (rows bound ahead, in idle time).
+    on_core: Duration,
 }
 
 /// The time the host has taken from this machine's cores so far.
@@ -954,6 +958,7 @@ fn log_frames(clock: &gtk::gdk::FrameClock) -> FrameLog {
         frames,
         handlers: vec![h1, h2],
         stolen: stolen(),
+        began: schedstat(),
     }
 }
 
@@ -965,6 +970,7 @@ impl FrameLog {
         Frames {
             frames: self.frames.take(),
             stolen: stolen().saturating_sub(self.stolen),
+            on_core: schedstat().on_core.saturating_sub(self.began.on_core),
         }
     }
 }
@@ -986,10 +992,18 @@ struct FrameSummary {
     median_work: Duration,
     p99_work: Duration,
     stolen: Duration,
+    /// The main thread's time on a core over the scroll, per frame.
+    on_core_per_frame: Duration,
 }
 
 impl FrameSummary {
-    fn of(Frames { frames, stolen }: &Frames) -> Self {
+    fn of(
+        Frames {
+            frames,
+            stolen,
+            on_core,
+        }: &Frames,
+    ) -> Self {
         let budget = Duration::from_millis(16);
         let mut work: Vec<Duration> = frames.iter().map(|f| f.work).collect();
         work.sort();
@@ -1015,6 +1029,7 @@ impl FrameSummary {
                 .count(),
             most_work: frames.iter().map(|f| f.work).max().unwrap_or_default(),
             stolen: *stolen,
+            on_core_per_frame: *on_core / frames.len().max(1) as u32,
         }
     }
 
@@ -1046,7 +1061,7 @@ fn scroll_floor_figure(app: &adw::Application, size: usize, page: i32) {
     let frames = scroll_floor::scroll(app, size, page);
     let f = FrameSummary::of(&frames);
     println!(
-        "long conversation: {size} messages, the floor window (Pango layouts of the page's messages, no widgets{}): {} frames; longest frame {:.1} ms, {}; longest gap between frames {:.1} ms; most work in a frame {:.1} ms; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
+        "long conversation: {size} messages, the floor window (Pango layouts of the page's messages, no widgets{}): {} frames; longest frame {:.1} ms, {}; longest gap between frames {:.1} ms; most work in a frame {:.1} ms; work in a frame: median {:.1} ms, 99th percentile {:.1} ms; the main thread on a core {:.1} ms a frame, idle work included",
         if scroll_floor::laid_out() { ", laid out each frame" } else { "" },
         frames.frames.len(),
         f.worst.as_secs_f64() * 1e3,
@@ -1054,10 +1069,28 @@ fn scroll_floor_figure(app: &adw::Application, size: usize, page: i32) {
         f.gap.as_secs_f64() * 1e3,
         f.most_work.as_secs_f64() * 1e3,
         f.median_work.as_secs_f64() * 1e3,
-        f.p99_work.as_secs_f64() * 1e3
+        f.p99_work.as_secs_f64() * 1e3,
+        f.on_core_per_frame.as_secs_f64() * 1e3
     );
     let name = long_name(size);
     let floor = scroll_floor::floor_name();
+    // Parley's work against the floor's, from the same run.
+    if let Some(parley) = PARLEY_WORK.with_borrow(|w| w.get(&size).copied()) {
+        figures::record(
+            &format!("{name}, work in a frame at the median, against {floor}"),
+            parley.median.as_secs_f64() * 1e3,
+            "ms",
+            Some(f.median_work.as_secs_f64() * 1e3),
+            None,
+        );
+        figures::record(
+            &format!("{name}, the main thread on a core a frame, idle work included, against {floor}"),
+            parley.on_core.as_secs_f64() * 1e3,
+            "ms",
+            Some(f.on_core_per_frame.as_secs_f64() * 1e3),
+            None,
+        );
+    }
     figures::record(
         &format!("{name}, {floor}'s frames over 16 ms"),
         f.over_16 as f64,
@@ -1079,6 +1112,17 @@ fn scroll_floor_figure(app: &adw::Application, size: usize, page: i32) {
         None,
         None,
     );
+}
+
+/// Parley's work in a scroll's frames, by size, for the floor's figures.
+#[derive(Clone, Copy)]
+struct Work {
+    median: Duration,
+    on_core: Duration,
+}
+
+thread_local! {
+    static PARLEY_WORK: RefCell<std::collections::HashMap<usize, Work>> = RefCell::default();
 }
 
 /// Scrolls the conversation of `size` messages from top to bottom, a third
@@ -1139,7 +1183,7 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         }
     }
     println!(
-        "long conversation: {size} messages scrolled top to bottom in {:.1} s, {} frames; longest frame {:.1} ms, {}; longest gap between frames {:.1} ms; most work in a frame {:.1} ms; work in a frame: median {:.1} ms, 99th percentile {:.1} ms",
+        "long conversation: {size} messages scrolled top to bottom in {:.1} s, {} frames; longest frame {:.1} ms, {}; longest gap between frames {:.1} ms; most work in a frame {:.1} ms; work in a frame: median {:.1} ms, 99th percentile {:.1} ms; the main thread on a core {:.1} ms a frame, idle work included",
         took.as_secs_f64(),
         frames.frames.len(),
         worst.as_secs_f64() * 1e3,
@@ -1147,8 +1191,18 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         gap.as_secs_f64() * 1e3,
         most_work.as_secs_f64() * 1e3,
         median_work.as_secs_f64() * 1e3,
-        p99_work.as_secs_f64() * 1e3
+        p99_work.as_secs_f64() * 1e3,
+        summary.on_core_per_frame.as_secs_f64() * 1e3
     );
+    PARLEY_WORK.with_borrow_mut(|w| {
+        w.insert(
+            size,
+            Work {
+                median: median_work,
+                on_core: summary.on_core_per_frame,
+            },
+        )
+    });
     // A frame's budget at 60 Hz is the floor of the longest one.
     let name = long_name(size);
     figures::record(
