@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use adw::prelude::*;
 use gtk::glib;
 use parley::core::services::{Core, Options};
+use parley::ui::widgets::code_block::code_block;
 use parley::ui::widgets::text_block::TextBlock;
 use parley::ui::window::ParleyWindow;
 
@@ -754,10 +755,14 @@ fn text_blocks_become_labels(f: &Fixture) -> Result<(), String> {
     Ok(())
 }
 
+/// The code block of `a_text_block_draws_as_its_label`, and its text.
+const CODE: &str = "```rust\nfn main() {\n    let answer = 42; // the answer\n}\n```";
+const CODE_TEXT: &str = "fn main() {\n    let answer = 42; // the answer\n}";
+
 /// A text block draws what the label that takes its place draws, pixel for
 /// pixel: left-to-right and right-to-left text, short and wrapped lines,
 /// Markdown, links, in the light and the dark style, and in a window laid
-/// out right to left.
+/// out right to left. A code block too, whose colours follow the style.
 fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String> {
     let md = [
         "A short line.",
@@ -765,6 +770,7 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
         "A longer paragraph with *emphasis*, `code` and **bold** that wraps over more than one line at this width, and then some.",
         "مرحبا بالعالم، هذه فقرة أطول تلتف على أكثر من سطر واحد عند هذا العرض، ثم المزيد من الكلمات.",
         "Sign in at [the site](https://example.org/login) to go on.",
+        CODE,
     ];
     let window = gtk::Window::new();
     window.set_default_size(360, 600);
@@ -780,11 +786,12 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
         let mut blocks = Vec::new();
         for text in md {
             for block in parley::ui::markdown::render(text) {
-                if let parley::ui::markdown::Block::Markup { markup, links } = block {
-                    let b = TextBlock::new(&markup, links);
-                    column.append(&b);
-                    blocks.push(b);
-                }
+                let b = match block {
+                    parley::ui::markdown::Block::Markup { markup, links } => TextBlock::new(&markup, links),
+                    parley::ui::markdown::Block::Code { lang, text } => code_block(&lang, &text),
+                };
+                column.append(&b);
+                blocks.push(b);
             }
         }
         blocks
@@ -793,10 +800,14 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
     // A block with a link that stays through every round, laid out in the
     // style and direction before: it must draw as a fresh one does.
     let kept = blocks
-        .last()
+        .iter()
+        .find(|b| b.markup().contains("<a "))
         .map(|b| TextBlock::new(&b.markup(), Vec::new()))
         .ok_or("no blocks")?;
     column.append(&kept);
+    // A code block kept through every round, made in the light style.
+    let kept_code = code_block("rust", CODE_TEXT);
+    column.append(&kept_code);
     window.present();
     let manager = adw::StyleManager::default();
     // Put back for the tests after this one, however it ends.
@@ -844,6 +855,32 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
                     if rtl { ", right to left" } else { "" }
                 ));
             }
+        }
+        // The kept code block's colours followed the style: it draws as a
+        // fresh one does, highlighted.
+        let (code, fresh_code) = blocks
+            .iter()
+            .zip(&drawn)
+            .find(|(b, _)| b.has_css_class("code"))
+            .ok_or("no code block")?;
+        let style = if dark { "dark" } else { "light" };
+        save_png(
+            &window,
+            &format!("13-text-blocks-{style}{}", if rtl { "-rtl" } else { "" }),
+        )?;
+        if !code.markup().contains("<span foreground=") {
+            result = Err(format!(
+                "{style} style: the code is not highlighted: {}",
+                code.markup()
+            ));
+        } else if kept_code.markup() != code.markup() {
+            result = Err(format!(
+                "{style} style: the kept code block's colours did not follow the style"
+            ));
+        } else if pixels(kept_code.upcast_ref())? != *fresh_code {
+            result = Err(format!(
+                "{style} style: the kept code block is drawn otherwise than a new one"
+            ));
         }
         for (b, before) in blocks.iter().zip(&drawn) {
             let label = b.label();
@@ -1006,12 +1043,11 @@ fn a_long_conversation_binds_only_its_page(app: &adw::Application) -> Result<(),
     Ok(())
 }
 
-/// The text of every text view (code blocks) below `w`, in order.
+/// The code of every code block below `w`, in order.
 fn code_texts(w: &gtk::Widget) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(v) = w.downcast_ref::<gtk::TextView>() {
-        let b = v.buffer();
-        out.push(b.text(&b.start_iter(), &b.end_iter(), true).to_string());
+    if let Some(code) = parley::ui::widgets::code_block::code_of(w) {
+        out.push(code);
     }
     let mut child = w.first_child();
     while let Some(c) = child {

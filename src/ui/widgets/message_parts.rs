@@ -1,12 +1,11 @@
 //! The pieces a message row is built of: labels for Markdown and plain
-//! text (links confirmed when misleading), code views that follow the
-//! style, expanders that the keyboard opens, tool cards and plans.
+//! text (links confirmed when misleading), code blocks (`code_block`),
+//! expanders that the keyboard opens, tool cards and plans.
 
 use adw::prelude::MessageDialogExt;
 use agent_client_protocol_schema::v1 as acp;
 use gtk::glib;
 use gtk::prelude::*;
-use sourceview5::prelude::*;
 
 use crate::core::chat::message::{Part, ToolCall};
 use crate::i18n::{gettext, gettext_f};
@@ -73,43 +72,6 @@ pub(super) fn confirm_link(from: &gtk::Label, label: &str, uri: &str) {
         }
     });
     dialog.present();
-}
-
-pub(super) fn code_view(lang: &str, text: &str) -> gtk::Widget {
-    let buffer = sourceview5::Buffer::new(None);
-    buffer.set_text(&visible(text));
-    if let Some(l) = sourceview5::LanguageManager::default().language(lang) {
-        buffer.set_language(Some(&l));
-    }
-    // The code follows the style, also when it changes while shown.
-    let style = adw::StyleManager::default();
-    follow_style(&buffer, style.is_dark());
-    let weak = buffer.downgrade();
-    let handler = style.connect_dark_notify(move |style| {
-        if let Some(buffer) = weak.upgrade() {
-            follow_style(&buffer, style.is_dark());
-        }
-    });
-    let handler = std::cell::RefCell::new(Some(handler));
-    let view = sourceview5::View::with_buffer(&buffer);
-    view.set_editable(false);
-    view.set_monospace(true);
-    view.set_wrap_mode(gtk::WrapMode::WordChar);
-    view.add_css_class("code");
-    crate::ui::a11y::set_label(&view, &gettext("Code"));
-    view.connect_destroy(move |_| {
-        if let Some(id) = handler.take() {
-            adw::StyleManager::default().disconnect(id);
-        }
-    });
-    view.upcast()
-}
-
-pub(super) fn follow_style(buffer: &sourceview5::Buffer, dark: bool) {
-    let scheme = if dark { "Adwaita-dark" } else { "Adwaita" };
-    if let Some(s) = sourceview5::StyleSchemeManager::default().scheme(scheme) {
-        buffer.set_style_scheme(Some(&s));
-    }
 }
 
 /// An expander with a real name for screen readers (GTK 4.8 would say
@@ -300,7 +262,7 @@ pub(super) fn append_markdown(target: &gtk::Box, md: &str) {
             Block::Markup { markup, links } => {
                 target.append(&super::text_block::TextBlock::new(&markup, links))
             }
-            Block::Code { lang, text } => target.append(&code_view(&lang, &text)),
+            Block::Code { lang, text } => target.append(&super::code_block::code_block(&lang, &text)),
         }
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod add_agent;
 pub mod agent_row;
+pub mod code_block;
 pub mod completion_list;
 pub mod composer;
 pub mod config_editor;

@@ -283,6 +283,29 @@ impl TextBlock {
         obj
     }
 
+    /// Shows `markup` instead (as a code block does when the style
+    /// changes); its links stay.
+    pub fn set_markup(&self, markup: &str) {
+        let imp = self.imp();
+        if *imp.markup.borrow() == markup {
+            return;
+        }
+        imp.markup.replace(markup.to_owned());
+        let color = self.link_color();
+        let (attrs, text) = parse(markup, &color);
+        imp.text.replace(text);
+        let label = imp.label.borrow().clone();
+        match label {
+            Some(label) => label.set_markup(markup),
+            None => {
+                crate::ui::a11y::set_label(self, &imp.text.borrow());
+                imp.parsed.replace(Some((color, attrs)));
+                imp.layout.replace(None);
+            }
+        }
+        self.queue_resize();
+    }
+
     /// The text shown, without markup.
     pub fn text(&self) -> String {
         self.imp().text.borrow().clone()
