@@ -7,6 +7,7 @@ use agent_client_protocol_schema::v1 as acp;
 use gtk::glib;
 use gtk::prelude::*;
 
+use super::text_block::TextBlock;
 use crate::core::chat::message::{Part, ToolCall};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::{self, escape, visible, Block};
@@ -167,7 +168,7 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
                 None => l.path.clone(),
             })
             .collect();
-        let l = plain(&text.join("\n"));
+        let l = TextBlock::new(&escape(&text.join("\n")), Vec::new());
         l.add_css_class("dim-label");
         l.add_css_class("caption");
         card.append(&l);
@@ -183,7 +184,7 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
         let expander = expander(&title);
         expander.set_expanded(true);
         let style = adw::StyleManager::default();
-        let l = label(&diff_markup(&lines, style.is_dark()));
+        let l = TextBlock::new(&diff_markup(&lines, style.is_dark()), Vec::new());
         // The colours follow the style, also when it changes while shown.
         let weak = l.downgrade();
         let handler = style.connect_dark_notify(move |style| {
@@ -205,7 +206,7 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
     }
     if !call.output.is_empty() {
         let expander = expander(&gettext("Output"));
-        let l = label(&format!("<tt>{}</tt>", escape(&call.output)));
+        let l = TextBlock::new(&format!("<tt>{}</tt>", escape(&call.output)), Vec::new());
         expander.set_child(Some(&l));
         card.append(&expander);
     }
@@ -259,9 +260,7 @@ pub(super) fn plan_view(entries: &[crate::core::chat::message::PlanEntry]) -> gt
 pub(super) fn append_markdown(target: &gtk::Box, md: &str) {
     for block in markdown::render(md) {
         match block {
-            Block::Markup { markup, links } => {
-                target.append(&super::text_block::TextBlock::new(&markup, links))
-            }
+            Block::Markup { markup, links } => target.append(&TextBlock::new(&markup, links)),
             Block::Code { lang, text } => target.append(&super::code_block::code_block(&lang, &text)),
         }
     }
@@ -272,7 +271,7 @@ pub(super) fn part_widget(part: &Part) -> gtk::Widget {
     match part {
         // A user's text is shown as typed; an agent's is streamed Markdown
         // (a TextSlot) and never reaches here.
-        Part::Text { text } => super::text_block::TextBlock::new(&escape(text), Vec::new()).upcast(),
+        Part::Text { text } => TextBlock::new(&escape(text), Vec::new()).upcast(),
         Part::Thought { text } => {
             let expander = expander(&gettext("Thinking"));
             let l = plain(text);
