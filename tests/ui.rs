@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use adw::prelude::*;
 use gtk::glib;
 use parley::core::services::{Core, Options};
-use parley::ui::widgets::code_block::code_block;
+use parley::ui::widgets::code_block::{code_block, code_of, highlighted};
 use parley::ui::widgets::text_block::TextBlock;
 use parley::ui::window::ParleyWindow;
 
@@ -788,7 +788,7 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
             for block in parley::ui::markdown::render(text) {
                 let b = match block {
                     parley::ui::markdown::Block::Markup { markup, links } => TextBlock::new(&markup, links),
-                    parley::ui::markdown::Block::Code { lang, text } => code_block(&lang, &text),
+                    parley::ui::markdown::Block::Code { lang, text } => highlighted(&lang, &text),
                 };
                 column.append(&b);
                 blocks.push(b);
@@ -806,7 +806,7 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
         .ok_or("no blocks")?;
     column.append(&kept);
     // A code block kept through every round, made in the light style.
-    let kept_code = code_block("rust", CODE_TEXT);
+    let kept_code = highlighted("rust", CODE_TEXT);
     column.append(&kept_code);
     window.present();
     let manager = adw::StyleManager::default();
@@ -906,6 +906,25 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
         blocks = new_blocks();
     }
     result
+}
+
+/// A code block is a highlighted text block; a long one (over 8 KiB) is a
+/// source view, which lays out and highlights only what it shows.
+fn a_long_code_block_is_a_source_view(_app: &adw::Application) -> Result<(), String> {
+    let short = code_block("rust", CODE_TEXT);
+    if !short.is::<TextBlock>() || code_of(&short).as_deref() != Some(CODE_TEXT) {
+        return Err(format!(
+            "a short block is a {} showing {:?}",
+            short.type_(),
+            code_of(&short)
+        ));
+    }
+    let long = format!("{CODE_TEXT}\n").repeat(200);
+    let view = code_block("rust", &long);
+    if !view.is::<gtk::TextView>() || code_of(&view) != Some(long) {
+        return Err(format!("a long block is a {}", view.type_()));
+    }
+    Ok(())
 }
 
 /// 2,000 messages in the conversation: its list binds about a page of
@@ -1046,7 +1065,7 @@ fn a_long_conversation_binds_only_its_page(app: &adw::Application) -> Result<(),
 /// The code of every code block below `w`, in order.
 fn code_texts(w: &gtk::Widget) -> Vec<String> {
     let mut out = Vec::new();
-    if let Some(code) = parley::ui::widgets::code_block::code_of(w) {
+    if let Some(code) = code_of(w) {
         out.push(code);
     }
     let mut child = w.first_child();
@@ -2907,6 +2926,10 @@ fn main() {
         (
             "ui::a_text_block_draws_as_its_label",
             a_text_block_draws_as_its_label,
+        ),
+        (
+            "ui::a_long_code_block_is_a_source_view",
+            a_long_code_block_is_a_source_view,
         ),
         (
             "ui::settings_editor_underlines_an_error",

@@ -9,6 +9,7 @@
 //! blocks"). The highlighting is the same, read from a buffer's tags into
 //! Pango markup; the block is selectable as any text block is (a label
 //! takes its place when the pointer or the focus comes).
+//! Long code (over `MAX_BLOCK`) is still shown by a source view.
 
 use gtk::prelude::*;
 use sourceview5::prelude::*;
@@ -17,11 +18,27 @@ use super::text_block::TextBlock;
 use crate::i18n::gettext;
 use crate::ui::markdown::{escape, visible};
 
+/// Code longer than this, in bytes, is shown by a `GtkSourceView`, which
+/// lays out and highlights only what is on screen, in idle time: a block
+/// is highlighted and laid out whole, which is for code that fits in a
+/// frame (BENCHMARKS.md, "Round two, code blocks").
+const MAX_BLOCK: usize = 8 * 1024;
+
 /// A block showing `text` as code of the language `lang` (a fence's info
 /// string, as `sh` or `rust`; unknown ones are shown plain). Its colours
 /// follow the style, also when it changes while shown.
-pub fn code_block(lang: &str, text: &str) -> TextBlock {
-    let text = visible(text).into_owned();
+pub fn code_block(lang: &str, text: &str) -> gtk::Widget {
+    let text = visible(text);
+    if text.len() > MAX_BLOCK {
+        return code_view(lang, &text);
+    }
+    highlighted(lang, &text).upcast()
+}
+
+/// A text block showing `text` (made visible) as code of `lang`,
+/// highlighted; its colours follow the style.
+pub fn highlighted(lang: &str, text: &str) -> TextBlock {
+    let text = text.to_owned();
     let lang = lang.to_owned();
     let style = adw::StyleManager::default();
     let block = TextBlock::new(&code_markup(&lang, &text, style.is_dark()), Vec::new());
@@ -43,14 +60,58 @@ pub fn code_block(lang: &str, text: &str) -> TextBlock {
     block
 }
 
+/// A `GtkSourceView` of long code, whose colours follow the style.
+fn code_view(lang: &str, text: &str) -> gtk::Widget {
+    let buffer = sourceview5::Buffer::new(None);
+    buffer.set_text(text);
+    if let Some(l) = sourceview5::LanguageManager::default().language(lang) {
+        buffer.set_language(Some(&l));
+    }
+    let style = adw::StyleManager::default();
+    follow_style(&buffer, style.is_dark());
+    let weak = buffer.downgrade();
+    let handler = style.connect_dark_notify(move |style| {
+        if let Some(buffer) = weak.upgrade() {
+            follow_style(&buffer, style.is_dark());
+        }
+    });
+    let handler = std::cell::RefCell::new(Some(handler));
+    let view = sourceview5::View::with_buffer(&buffer);
+    view.set_editable(false);
+    view.set_monospace(true);
+    view.set_wrap_mode(gtk::WrapMode::WordChar);
+    view.add_css_class("code");
+    crate::ui::a11y::set_label(&view, &gettext("Code"));
+    view.connect_destroy(move |_| {
+        if let Some(id) = handler.take() {
+            adw::StyleManager::default().disconnect(id);
+        }
+    });
+    view.upcast()
+}
+
+fn follow_style(buffer: &sourceview5::Buffer, dark: bool) {
+    if let Some(s) = sourceview5::StyleSchemeManager::default().scheme(scheme_name(dark)) {
+        buffer.set_style_scheme(Some(&s));
+    }
+}
+
+/// libadwaita's style scheme for the style.
+fn scheme_name(dark: bool) -> &'static str {
+    if dark {
+        "Adwaita-dark"
+    } else {
+        "Adwaita"
+    }
+}
+
 /// `text` as Pango markup in a monospace font, coloured as GtkSourceView
 /// colours the language `lang` in libadwaita's scheme for the style.
 pub fn code_markup(lang: &str, text: &str, dark: bool) -> String {
     let mut out = String::with_capacity(text.len() * 2 + 16);
     out.push_str("<tt>");
     let language = sourceview5::LanguageManager::default().language(lang);
-    let scheme =
-        sourceview5::StyleSchemeManager::default().scheme(if dark { "Adwaita-dark" } else { "Adwaita" });
+    let scheme = sourceview5::StyleSchemeManager::default().scheme(scheme_name(dark));
     match (language, scheme) {
         (Some(language), Some(scheme)) => {
             let buffer = highlighter(&language);
@@ -86,7 +147,7 @@ pub fn code_markup(lang: &str, text: &str, dark: bool) -> String {
 
 /// A buffer that highlights `language`, one per language for the thread:
 /// setting a buffer's language builds its highlighting engine, which took
-/// 20 times as long as highlighting a block of a dozen lines.
+/// about 17 times as long as highlighting a block of a dozen lines.
 fn highlighter(language: &sourceview5::Language) -> sourceview5::Buffer {
     thread_local! {
         static BUFFERS: std::cell::RefCell<Vec<sourceview5::Buffer>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -170,6 +231,10 @@ fn span(tags: &[gtk::TextTag]) -> Option<String> {
 
 /// The code a block shows, if `widget` is a code block.
 pub fn code_of(widget: &gtk::Widget) -> Option<String> {
+    if let Some(view) = widget.downcast_ref::<gtk::TextView>() {
+        let b = view.buffer();
+        return Some(b.text(&b.start_iter(), &b.end_iter(), true).to_string());
+    }
     let block = widget.downcast_ref::<TextBlock>()?;
     block.has_css_class("code").then(|| block.text())
 }
