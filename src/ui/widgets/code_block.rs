@@ -38,7 +38,7 @@ pub fn code_block(lang: &str, text: &str) -> gtk::Widget {
 /// A text block showing `text` (made visible) as code of `lang`,
 /// highlighted; its colours follow the style.
 pub fn highlighted(lang: &str, text: &str) -> TextBlock {
-    let text = text.to_owned();
+    let text = visible(text).into_owned();
     let lang = lang.to_owned();
     let style = adw::StyleManager::default();
     let block = TextBlock::new(&code_markup(&lang, &text, style.is_dark()), Vec::new());

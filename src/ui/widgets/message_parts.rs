@@ -1,6 +1,6 @@
-//! The pieces a message row is built of: labels for Markdown and plain
-//! text (links confirmed when misleading), code blocks (`code_block`),
-//! expanders that the keyboard opens, tool cards and plans.
+//! The pieces a message row is built of: text blocks and labels for Markdown
+//! and plain text (links confirmed when misleading), code blocks
+//! (`code_block`), expanders that the keyboard opens, tool cards and plans.
 
 use adw::prelude::MessageDialogExt;
 use agent_client_protocol_schema::v1 as acp;
