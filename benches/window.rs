@@ -1076,20 +1076,22 @@ fn scroll_floor_figure(app: &adw::Application, size: usize, page: i32) {
     let floor = scroll_floor::floor_name();
     // Parley's work against the floor's, from the same run.
     if let Some(parley) = PARLEY_WORK.with_borrow(|w| w.get(&size).copied()) {
-        figures::record(
-            &format!("{name}, work in a frame at the median, against {floor}"),
-            parley.median.as_secs_f64() * 1e3,
-            "ms",
-            Some(f.median_work.as_secs_f64() * 1e3),
-            None,
-        );
-        figures::record(
-            &format!("{name}, the main thread on a core a frame, idle work included, against {floor}"),
-            parley.on_core.as_secs_f64() * 1e3,
-            "ms",
-            Some(f.on_core_per_frame.as_secs_f64() * 1e3),
-            None,
-        );
+        for (what, ours, theirs) in [
+            ("work in a frame at the median", parley.median, f.median_work),
+            (
+                "the main thread on a core a frame, idle work included",
+                parley.on_core,
+                f.on_core_per_frame,
+            ),
+        ] {
+            figures::record(
+                &format!("{name}, {what}, against {floor}"),
+                ours.as_secs_f64() * 1e3,
+                "ms",
+                Some(theirs.as_secs_f64() * 1e3),
+                None,
+            );
+        }
     }
     figures::record(
         &format!("{name}, {floor}'s frames over 16 ms"),
