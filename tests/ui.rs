@@ -908,7 +908,7 @@ fn a_text_block_draws_as_its_label(_app: &adw::Application) -> Result<(), String
     result
 }
 
-/// A code block is a highlighted text block; a long one (over 8 KiB) is a
+/// A code block is a highlighted text block; a long one (over 4 KiB) is a
 /// source view, which lays out and highlights only what it shows.
 fn a_long_code_block_is_a_source_view(_app: &adw::Application) -> Result<(), String> {
     let short = code_block("rust", CODE_TEXT);

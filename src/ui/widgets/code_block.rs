@@ -22,7 +22,7 @@ use crate::ui::markdown::{escape, visible};
 /// lays out and highlights only what is on screen, in idle time: a block
 /// is highlighted and laid out whole, which is for code that fits in a
 /// frame (BENCHMARKS.md, "Round two, code blocks").
-const MAX_BLOCK: usize = 8 * 1024;
+const MAX_BLOCK: usize = 4 * 1024;
 
 /// A block showing `text` as code of the language `lang` (a fence's info
 /// string, as `sh` or `rust`; unknown ones are shown plain). Its colours
