@@ -45,17 +45,8 @@ pub fn highlighted(lang: &str, text: &str) -> TextBlock {
     block.add_css_class("code");
     // A screen reader reads the code, and says what it is.
     crate::ui::a11y::set_description(&block, &gettext("Code"));
-    let weak = block.downgrade();
-    let handler = style.connect_dark_notify(move |style| {
-        if let Some(block) = weak.upgrade() {
-            block.set_markup(&code_markup(&lang, &text, style.is_dark()));
-        }
-    });
-    let handler = std::cell::RefCell::new(Some(handler));
-    block.connect_destroy(move |_| {
-        if let Some(id) = handler.take() {
-            adw::StyleManager::default().disconnect(id);
-        }
+    crate::ui::theme::on_dark_change(&block, move |block, dark| {
+        block.set_markup(&code_markup(&lang, &text, dark))
     });
     block
 }
@@ -67,26 +58,14 @@ fn code_view(lang: &str, text: &str) -> gtk::Widget {
     if let Some(l) = sourceview5::LanguageManager::default().language(lang) {
         buffer.set_language(Some(&l));
     }
-    let style = adw::StyleManager::default();
-    follow_style(&buffer, style.is_dark());
-    let weak = buffer.downgrade();
-    let handler = style.connect_dark_notify(move |style| {
-        if let Some(buffer) = weak.upgrade() {
-            follow_style(&buffer, style.is_dark());
-        }
-    });
-    let handler = std::cell::RefCell::new(Some(handler));
+    follow_style(&buffer, adw::StyleManager::default().is_dark());
     let view = sourceview5::View::with_buffer(&buffer);
     view.set_editable(false);
     view.set_monospace(true);
     view.set_wrap_mode(gtk::WrapMode::WordChar);
     view.add_css_class("code");
     crate::ui::a11y::set_label(&view, &gettext("Code"));
-    view.connect_destroy(move |_| {
-        if let Some(id) = handler.take() {
-            adw::StyleManager::default().disconnect(id);
-        }
-    });
+    crate::ui::theme::on_dark_change(&view, move |_, dark| follow_style(&buffer, dark));
     view.upcast()
 }
 

@@ -183,21 +183,12 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
         };
         let expander = expander(&title);
         expander.set_expanded(true);
-        let style = adw::StyleManager::default();
-        let l = TextBlock::new(&diff_markup(&lines, style.is_dark()), Vec::new());
+        let l = TextBlock::new(
+            &diff_markup(&lines, adw::StyleManager::default().is_dark()),
+            Vec::new(),
+        );
         // The colours follow the style, also when it changes while shown.
-        let weak = l.downgrade();
-        let handler = style.connect_dark_notify(move |style| {
-            if let Some(l) = weak.upgrade() {
-                l.set_markup(&diff_markup(&lines, style.is_dark()));
-            }
-        });
-        let handler = std::cell::RefCell::new(Some(handler));
-        l.connect_destroy(move |_| {
-            if let Some(id) = handler.take() {
-                adw::StyleManager::default().disconnect(id);
-            }
-        });
+        crate::ui::theme::on_dark_change(&l, move |l, dark| l.set_markup(&diff_markup(&lines, dark)));
         expander.set_child(Some(&l));
         card.append(&expander);
     }
