@@ -39,6 +39,16 @@ fn logged(h: &Harness, agent: &str, what: &str) -> bool {
 
 async fn said(h: &mut Harness, agent: &str, text: &str) {
     h.core.chat.send(agent, text).expect("send");
+    // This turn's end: an idle turn announced before it (a new
+    // conversation announces one) is not, and waiting for that raced the
+    // answer being stored.
+    let a = agent.to_owned();
+    h.wait_for(
+        &format!("{agent} busy"),
+        Duration::from_secs(30),
+        move |e| matches!(e, Event::TurnChanged(t) if t.agent == a && t.busy),
+    )
+    .await;
     h.wait_idle(agent).await;
 }
 
