@@ -728,7 +728,7 @@ impl MessageList {
         let mut in_order = true;
         let mut order = Vec::with_capacity(widgets.len());
         for (_, at, widget) in widgets {
-            in_order &= widget.prev_sibling() == previous;
+            in_order &= prev_bound_sibling(&widget) == previous;
             order.push(widget.clone());
             match at {
                 Some(p) => {
@@ -767,10 +767,10 @@ impl MessageList {
         let mut previous: Option<gtk::Widget> = None;
         for widget in order {
             // One let go since is not moved.
-            if widget.parent().as_ref() != Some(self.upcast_ref()) {
+            if widget.parent().as_ref() != Some(self.upcast_ref()) || widget.row().is_none() {
                 continue;
             }
-            if widget.prev_sibling() != previous {
+            if prev_bound_sibling(&widget) != previous {
                 widget.insert_after(self, previous.as_ref());
             }
             previous = Some(widget.upcast());
@@ -1042,6 +1042,22 @@ impl MessageList {
 }
 
 /// About the height of `row` at `width`, before it is drawn.
+/// The sibling before `widget` that shows a row, past the spare rows
+/// (`release`) between them: those stay where they were let go, hidden,
+/// and moving a row only to put it after them would restyle it and its
+/// neighbours for nothing (a few moves a frame while scrolling).
+fn prev_bound_sibling(widget: &MessageRow) -> Option<gtk::Widget> {
+    let mut sibling = widget.prev_sibling();
+    while let Some(spare) = sibling
+        .as_ref()
+        .and_then(|s| s.downcast_ref::<MessageRow>())
+        .filter(|r| r.row().is_none())
+    {
+        sibling = spare.prev_sibling();
+    }
+    sibling
+}
+
 fn estimate(row: &RowObject, width: i32, m: Metrics) -> i32 {
     let stamp = row.stamp();
     let mut h = ROW_PADDING;
