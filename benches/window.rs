@@ -22,6 +22,8 @@
 //!   `PARLEY_BENCH_FRAMES=1` prints each gap, split into the main loop's
 //!   time between frames, the frame's update and layout (where the stream
 //!   is applied, at its start), and its drawing; and the floor's gaps.
+//! - `build-aux/bench-wayland.sh -- long` runs them on Wayland instead, in
+//!   a headless weston; their figures are then `window-wayland`'s.
 //! - With `PARLEY_BENCH_FLOOR_LAYOUT=1` both floors also lay their window
 //!   out each frame, as a widget that moves or grows does, and their
 //!   figures take another name.
@@ -525,7 +527,7 @@ fn main() {
         println!("benchmarks run with `xvfb-run -a cargo bench --bench window`");
         return;
     }
-    if std::env::var_os("DISPLAY").is_none() {
+    if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
         eprintln!("needs a display: GSK_RENDERER=cairo xvfb-run -a cargo bench --bench window");
         std::process::exit(1);
     }
@@ -539,7 +541,11 @@ fn main() {
     app.register(gtk::gio::Cancellable::NONE).expect("register");
     let _hold = app.hold();
     parley::ui::application::load_css();
-    figures::start("window");
+    // On Wayland (`build-aux/bench-wayland.sh`) the figures are kept apart
+    // from those under Xvfb: GTK 4.8's X11 backend makes round trips to
+    // the server for each layout, Wayland's none (BENCHMARKS.md).
+    let wayland = gtk::gdk::Display::default().is_some_and(|d| d.type_().name() == "GdkWaylandDisplay");
+    figures::start(if wayland { "window-wayland" } else { "window" });
     // `-- 20000` measures one stream (for profiling), `-- long` the long
     // conversation alone.
     if std::env::args().any(|a| a == "long") {
@@ -1175,6 +1181,10 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
     adj.set_value(0.0);
     spin_until(Duration::from_millis(500), || false);
 
+    if std::env::var_os("PARLEY_BENCH_FRAMES").is_some() {
+        // A mark to attach a profiler at (see BENCHMARKS.md).
+        println!("long conversation: the scroll of {size} messages begins");
+    }
     let log = log_frames(&win.frame_clock().expect("frame clock"));
     let a = adj.clone();
     let tick = scroller.add_tick_callback(move |_, _| {
@@ -1210,10 +1220,12 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         // SAFETY: clock_gettime writes the timespec it is given.
         unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
         let (mono, instant) = (now.tv_sec as f64 + now.tv_nsec as f64 / 1e9, Instant::now());
-        for f in frames.frames.iter().filter(|f| f.took > budget) {
+        let n = frames.frames.len();
+        for (i, f) in frames.frames.iter().enumerate().filter(|(_, f)| f.took > budget) {
             let end = mono - (instant - f.end).as_secs_f64();
             println!(
-                "  frame of {:.1} ms: {:.1} ms of work, {:.1} ms waiting for a core, {:.1} ms blocked; monotonic {:.6}–{:.6} s",
+                "  frame {} of {n}, {:.1} ms: {:.1} ms of work, {:.1} ms waiting for a core, {:.1} ms blocked; monotonic {:.6}–{:.6} s",
+                i + 1,
                 f.took.as_secs_f64() * 1e3,
                 f.work.as_secs_f64() * 1e3,
                 f.queued.as_secs_f64() * 1e3,
