@@ -22,7 +22,7 @@
 //!   `PARLEY_BENCH_FRAMES=1` prints each gap, split into the main loop's
 //!   time between frames, the frame's update and layout (where the stream
 //!   is applied, at its start), and its drawing; and the floor's gaps.
-//! - `build-aux/bench-wayland.sh -- long` runs them on Wayland instead, in
+//! - `build-aux/bench-wayland.sh long` runs them on Wayland instead, in
 //!   a headless weston; their figures are then `window-wayland`'s.
 //! - With `PARLEY_BENCH_FLOOR_LAYOUT=1` both floors also lay their window
 //!   out each frame, as a widget that moves or grows does, and their

@@ -1041,7 +1041,6 @@ impl MessageList {
     }
 }
 
-/// About the height of `row` at `width`, before it is drawn.
 /// The sibling before `widget` that shows a row, past the spare rows
 /// (`release`) between them: those stay where they were let go, hidden,
 /// and moving a row only to put it after them would restyle it and its
@@ -1058,6 +1057,7 @@ fn prev_bound_sibling(widget: &MessageRow) -> Option<gtk::Widget> {
     sibling
 }
 
+/// About the height of `row` at `width`, before it is drawn.
 fn estimate(row: &RowObject, width: i32, m: Metrics) -> i32 {
     let stamp = row.stamp();
     let mut h = ROW_PADDING;
