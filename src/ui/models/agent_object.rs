@@ -14,7 +14,7 @@ use gtk::glib::subclass::Signal;
 use gtk::prelude::*;
 use gtk::{gio, glib};
 
-use super::{AgentStatus, Lifecycle, MessageObject, PermissionObject};
+use super::{AgentStatus, ConversationRows, Lifecycle, MessageObject, PermissionObject};
 use crate::core::auth::secrets::Secret;
 use crate::core::chat::controls::SessionOption;
 use crate::core::chat::message::{Command, Usage};
@@ -102,6 +102,8 @@ mod imp {
         /// Loaded from `Conversation(agent)` when first asked for: its last
         /// page, then earlier pages as the view scrolls up.
         pub messages: RefCell<Option<gio::ListStore>>,
+        /// The rows of `messages`, once a view asked for them.
+        pub rows: RefCell<Option<ConversationRows>>,
         /// How many of the conversation's first messages are not in
         /// `messages` yet.
         pub earlier: Cell<usize>,
@@ -527,6 +529,28 @@ impl AgentObject {
         }
         imp.messages.replace(Some(store.clone()));
         store
+    }
+
+    /// The rows the conversation view lists: every message's, in order.
+    pub fn rows(&self) -> ConversationRows {
+        if let Some(rows) = self.imp().rows.borrow().as_ref() {
+            return rows.clone();
+        }
+        let rows = ConversationRows::new(&self.messages());
+        self.imp().rows.replace(Some(rows.clone()));
+        rows
+    }
+
+    /// Brings message `m`'s rows in step with it (once per frame), and
+    /// the list of rows if there is one.
+    pub fn message_changed(&self, m: &MessageObject) {
+        let rows = self.imp().rows.borrow().clone();
+        match rows {
+            Some(rows) => rows.message_changed(m),
+            None => {
+                let _ = m.sync_rows();
+            }
+        }
     }
 
     /// Takes a `conversation:switched`: the current conversation is

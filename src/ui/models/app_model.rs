@@ -220,7 +220,7 @@ impl AppModel {
     /// within a frame redraw their message once, and each conversation that
     /// changed says so once.
     pub fn apply(&self, batch: Vec<Event>) {
-        let mut dirty: Vec<MessageObject> = Vec::new();
+        let mut dirty: Vec<(AgentObject, MessageObject)> = Vec::new();
         let mut dirty_ids: HashSet<String> = HashSet::new();
         let mut changed: Vec<AgentObject> = Vec::new();
         let mut last_delta: Option<(String, String, MessageObject)> = None;
@@ -267,7 +267,7 @@ impl AppModel {
                             }
                             m.replace(u.message);
                             if dirty_ids.insert(m.id()) {
-                                dirty.push(m);
+                                dirty.push((a.clone(), m));
                             }
                         }
                         // An earlier message not loaded is read when it is.
@@ -312,7 +312,7 @@ impl AppModel {
                     if let Some((_, m)) = find_message(&store, &d.message_id) {
                         m.apply_delta(d.index, d.kind, d.text.as_deref(), d.part.as_ref());
                         if dirty_ids.insert(d.message_id.clone()) {
-                            dirty.push(m.clone());
+                            dirty.push((a.clone(), m.clone()));
                         }
                         last_delta = Some((d.agent, d.message_id, m));
                     }
@@ -394,8 +394,8 @@ impl AppModel {
                 }
             }
         }
-        for m in dirty {
-            m.changed();
+        for (a, m) in dirty {
+            a.message_changed(&m);
         }
         if refresh_agents {
             self.refresh_agents();

@@ -1,11 +1,10 @@
 //! One message of a conversation. The core's message is kept as it is; its
 //! rows (see `RowObject`) are what the list shows, kept in step by
-//! [`MessageObject::changed`], which redraws only the rows that changed.
+//! [`MessageObject::sync_rows`], which redraws only the rows that changed.
+//! A conversation's rows are listed by `ConversationRows`.
 
 use std::cell::{Cell, RefCell};
 
-use gtk::gio;
-use gtk::gio::prelude::*;
 use gtk::glib;
 use gtk::glib::subclass::prelude::*;
 
@@ -19,7 +18,7 @@ mod imp {
     #[derive(Default)]
     pub struct MessageObject {
         pub message: RefCell<Option<Message>>,
-        pub rows: RefCell<Option<gio::ListStore>>,
+        pub rows: RefCell<Vec<RowObject>>,
         /// A counter per part, moved on every change of that part.
         pub part_revs: RefCell<Vec<u64>>,
         /// Moved when the header or footer may have changed (a whole
@@ -30,10 +29,6 @@ mod imp {
         /// Moved when a text part's segments were dropped (its text was
         /// replaced, not extended).
         pub cut_epoch: Cell<u64>,
-        /// What each row in `rows` was last given: compared here, a long
-        /// streamed message's unchanged rows are not looked up in the
-        /// store on every change (thousands of them in a flood).
-        pub given: RefCell<Vec<(RowKind, Stamp)>>,
     }
 
     #[glib::object_subclass]
@@ -49,6 +44,15 @@ glib::wrapper! {
     pub struct MessageObject(ObjectSubclass<imp::MessageObject>);
 }
 
+/// How a message's rows changed: at row `position`, `removed` rows went
+/// and `added` came (as in `items-changed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowsChange {
+    pub position: u32,
+    pub removed: u32,
+    pub added: u32,
+}
+
 /// Whether part `part` of `m` is streamed Markdown cut into segments (an
 /// agent's or Parley's text; a user's text is shown as typed).
 fn segmented(m: &Message, part: &Part) -> bool {
@@ -59,8 +63,8 @@ impl MessageObject {
     pub fn new(message: Message) -> Self {
         let o: Self = glib::Object::new();
         o.imp().message.replace(Some(message));
-        o.imp().rows.replace(Some(gio::ListStore::new::<RowObject>()));
-        o.sync_rows();
+        // Not in a list yet: nobody to tell.
+        let _ = o.sync_rows();
         o
     }
 
@@ -73,13 +77,14 @@ impl MessageObject {
         self.imp().message.borrow().as_ref().map(f)
     }
 
-    /// The rows the conversation list shows for this message.
-    pub fn rows(&self) -> gio::ListStore {
-        self.imp()
-            .rows
-            .borrow()
-            .clone()
-            .unwrap_or_else(gio::ListStore::new::<RowObject>)
+    /// How many rows the conversation list shows for this message.
+    pub fn n_rows(&self) -> u32 {
+        self.imp().rows.borrow().len() as u32
+    }
+
+    /// Row `i` of this message.
+    pub fn row(&self, i: u32) -> Option<RowObject> {
+        self.imp().rows.borrow().get(i as usize).cloned()
     }
 
     /// Takes the core's whole message (`message:updated`).
@@ -164,18 +169,14 @@ impl MessageObject {
 
     /// Brings the rows in step with the message: new segments are added,
     /// rows that changed are told to redraw, the others are left alone.
-    pub fn changed(&self) {
-        self.sync_rows();
-    }
-
-    fn sync_rows(&self) {
+    /// Says which rows came and went, for the list of the conversation's
+    /// rows (`ConversationRows::message_changed`, which calls this).
+    #[must_use]
+    pub fn sync_rows(&self) -> Option<RowsChange> {
         let imp = self.imp();
-        let Some(rows) = imp.rows.borrow().clone() else {
-            return;
-        };
         let want = {
             let message = imp.message.borrow();
-            let Some(m) = message.as_ref() else { return };
+            let m = message.as_ref()?;
             let mut revs = imp.part_revs.borrow_mut();
             revs.resize(m.parts.len(), 0);
             let mut cuts = imp.cuts.borrow_mut();
@@ -227,56 +228,43 @@ impl MessageObject {
         };
         // Rows are matched from the start: a streamed message only grows at
         // its end, so all but its last rows are kept as they are.
-        let n_old = rows.n_items() as usize;
-        let mut given = imp.given.borrow_mut();
-        if given.len() != n_old {
-            // Only this function changes the store; were it changed
-            // elsewhere, each row is asked.
-            *given = (0..n_old as u32)
-                .map(|i| {
-                    rows.item(i)
-                        .and_downcast::<RowObject>()
-                        .map_or((RowKind::Empty, Stamp::default()), |r| (r.kind(), r.stamp()))
-                })
-                .collect();
-        }
-        let mut kept = 0;
         let mut changed = Vec::new();
-        while kept < n_old.min(want.len()) {
-            let (kind, content) = want[kept];
-            let (old_kind, old_stamp) = given[kept];
-            if !old_kind.same_row(kind) {
-                break;
+        let (kept, n_old) = {
+            let rows = imp.rows.borrow();
+            let mut kept = 0;
+            while kept < rows.len().min(want.len()) {
+                let (kind, content) = want[kept];
+                let row = &rows[kept];
+                if !row.kind().same_row(kind) {
+                    break;
+                }
+                let new_stamp = stamp(kept, content);
+                if (row.kind(), row.stamp()) != (kind, new_stamp) {
+                    changed.push((row.clone(), kind, new_stamp));
+                }
+                kept += 1;
             }
-            let new_stamp = stamp(kept, content);
-            if (old_kind, old_stamp) != (kind, new_stamp) {
-                given[kept] = (kind, new_stamp);
-                changed.push(kept);
-            }
-            kept += 1;
+            (kept, rows.len())
+        };
+        // Rows tell their views: not while borrowed.
+        for (row, kind, st) in changed {
+            row.update(kind, st);
         }
-        let added: Vec<(RowKind, Stamp)> = want[kept..]
+        if kept == n_old && kept == want.len() {
+            return None;
+        }
+        let added: Vec<RowObject> = want[kept..]
             .iter()
             .enumerate()
-            .map(|(j, &(kind, content))| (kind, stamp(kept + j, content)))
+            .map(|(j, &(kind, content))| RowObject::new(self, kind, stamp(kept + j, content)))
             .collect();
-        given.truncate(kept);
-        given.extend(added.iter().copied());
-        // Rows tell their views, and the store its list: not while borrowed.
-        drop(given);
-        for i in changed {
-            if let Some(row) = rows.item(i as u32).and_downcast::<RowObject>() {
-                let (kind, st) = imp.given.borrow()[i];
-                row.update(kind, st);
-            }
-        }
-        if kept < n_old || !added.is_empty() {
-            let objects: Vec<RowObject> = added
-                .iter()
-                .map(|&(kind, st)| RowObject::new(self, kind, st))
-                .collect();
-            rows.splice(kept as u32, (n_old - kept) as u32, &objects);
-        }
+        let n_added = added.len();
+        imp.rows.borrow_mut().splice(kept.., added);
+        Some(RowsChange {
+            position: kept as u32,
+            removed: (n_old - kept) as u32,
+            added: n_added as u32,
+        })
     }
 }
 
@@ -285,9 +273,8 @@ mod tests {
     use super::*;
 
     fn rows(m: &MessageObject) -> Vec<(RowKind, u64)> {
-        let store = m.rows();
-        (0..store.n_items())
-            .filter_map(|i| store.item(i).and_downcast::<RowObject>())
+        (0..m.n_rows())
+            .filter_map(|i| m.row(i))
             .map(|r| (r.kind(), r.revision()))
             .collect()
     }
@@ -301,7 +288,7 @@ mod tests {
         let m = agent_message();
         assert_eq!(rows(&m), vec![(RowKind::Empty, 0)]);
         m.apply_delta(0, PartKind::Text, Some("first paragraph\n\nsecond"), None);
-        m.changed();
+        let _ = m.sync_rows();
         let r = rows(&m);
         assert_eq!(r.len(), 2, "{r:?}");
         assert_eq!(
@@ -323,7 +310,7 @@ mod tests {
         let fixed_rev = r[0].1;
         let tail_rev = r[1].1;
         m.apply_delta(0, PartKind::Text, Some(" paragraph goes on"), None);
-        m.changed();
+        let _ = m.sync_rows();
         let r = rows(&m);
         assert_eq!(r.len(), 2);
         assert_eq!(r[0].1, fixed_rev, "a fixed row is not drawn again");
@@ -331,7 +318,7 @@ mod tests {
         // A long paragraph is cut into rows of about MAX_SEGMENT.
         let line = "x".repeat(99) + "\n";
         m.apply_delta(0, PartKind::Text, Some(&format!("\n{}", line.repeat(40))), None);
-        m.changed();
+        let _ = m.sync_rows();
         assert!(rows(&m).len() >= 4, "{:?}", rows(&m));
     }
 
@@ -339,7 +326,7 @@ mod tests {
     fn a_replaced_text_is_cut_again_and_parts_get_rows_of_their_own() {
         let m = agent_message();
         m.apply_delta(0, PartKind::Text, Some("one\n\ntwo\n\nthree"), None);
-        m.changed();
+        let _ = m.sync_rows();
         assert_eq!(rows(&m).len(), 3);
         let mut whole = Message::new("m1".into(), "demo", Role::Agent);
         whole.parts.push(Part::Text {
@@ -347,7 +334,7 @@ mod tests {
         });
         whole.parts.push(Part::Thought { text: "hmm".into() });
         m.replace(whole);
-        m.changed();
+        let _ = m.sync_rows();
         let kinds: Vec<RowKind> = rows(&m).into_iter().map(|r| r.0).collect();
         assert_eq!(
             kinds,

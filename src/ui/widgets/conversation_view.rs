@@ -122,15 +122,9 @@ impl ConversationView {
         };
         let store = agent.messages();
         imp.store.replace(Some(store.clone()));
-        // The list shows rows, several per long message (see `RowObject`).
-        let rows = gtk::MapListModel::new(Some(store.clone()), |m| {
-            m.downcast_ref::<MessageObject>()
-                .map(|m| m.rows())
-                .unwrap_or_else(gio::ListStore::new::<RowObject>)
-                .upcast()
-        });
         imp.list.set_agent_title(agent.title());
-        imp.list.set_model(Some(&gtk::FlattenListModel::new(Some(rows))));
+        // The list shows rows, several per long message (see `RowObject`).
+        imp.list.set_model(Some(&agent.rows()));
         let items = store.connect_items_changed(glib::clone!(
             #[weak(rename_to = view)]
             self,
