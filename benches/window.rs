@@ -877,8 +877,15 @@ fn long_figure(app: &adw::Application) {
         // Added 500 at a time, as pages of history come.
         while (store.n_items() as usize) < size {
             let from = store.n_items() as usize;
-            let objects: Vec<parley::ui::models::MessageObject> = (from..(from + 500).min(size))
-                .map(|i| parley::ui::models::MessageObject::new(long_message(i)))
+            // Copied out of a page, as the core hands its messages to the
+            // window (`messages_range`, events): a copy has no spare
+            // capacity, where `format!` and `push` leave room unused in
+            // strings and lists (700 bytes a message here).
+            let page: Vec<_> = (from..(from + 500).min(size)).map(long_message).collect();
+            let objects: Vec<parley::ui::models::MessageObject> = page
+                .iter()
+                .cloned()
+                .map(parley::ui::models::MessageObject::new)
                 .collect();
             store.splice(store.n_items(), 0, &objects);
             spin_until(Duration::from_millis(100), || false);
