@@ -793,6 +793,14 @@ fn schedstat() -> Sched {
     }
 }
 
+/// The main thread's heap in use, in bytes (the main arena's, and blocks
+/// the allocator mapped on their own).
+fn heap_in_use() -> usize {
+    // SAFETY: mallinfo2 only reads the allocator's counters.
+    let info = unsafe { libc::mallinfo2() };
+    info.uordblks + info.hblkhd
+}
+
 /// Resident memory of this process, in KB.
 fn rss_kb() -> u64 {
     parley::ui::resident_kb()
@@ -869,6 +877,10 @@ fn long_figure(app: &adw::Application) {
     let store = win.agent("demo").expect("the demo agent").messages();
     let base = rss_kb();
     let mut memory = Vec::new();
+    // The heap the messages themselves take, the heap they take once in
+    // the window (their objects and rows, the list's bookkeeping), and
+    // how many there are.
+    let mut heap = (0usize, 0usize, 0usize);
     let sizes: Vec<usize> = std::env::var("PARLEY_BENCH_LONG")
         .ok()
         .map(|v| v.split(',').filter_map(|s| s.parse().ok()).collect())
@@ -882,12 +894,19 @@ fn long_figure(app: &adw::Application) {
             // capacity, where `format!` and `push` leave room unused in
             // strings and lists (700 bytes a message here).
             let page: Vec<_> = (from..(from + 500).min(size)).map(long_message).collect();
-            let objects: Vec<parley::ui::models::MessageObject> = page
-                .iter()
-                .cloned()
+            let before = heap_in_use();
+            let copies = page.clone();
+            let copied = heap_in_use();
+            let objects: Vec<parley::ui::models::MessageObject> = copies
+                .into_iter()
                 .map(parley::ui::models::MessageObject::new)
                 .collect();
             store.splice(store.n_items(), 0, &objects);
+            drop(objects);
+            let after = heap_in_use();
+            heap.0 += copied.saturating_sub(before);
+            heap.1 += after.saturating_sub(before);
+            heap.2 += page.len();
             spin_until(Duration::from_millis(100), || false);
         }
         spin_until(Duration::from_millis(500), || false);
@@ -915,6 +934,22 @@ fn long_figure(app: &adw::Application) {
             .collect::<Vec<_>>()
             .join(", "),
         sizes.last().copied().unwrap_or(0)
+    );
+    let per = |bytes: usize| bytes as f64 / heap.2.max(1) as f64;
+    println!(
+        "long conversation heap: {:.0} bytes a message in the window, of which the message itself {:.0} ({:.2}x)",
+        per(heap.1),
+        per(heap.0),
+        per(heap.1) / per(heap.0).max(1.0)
+    );
+    // Counted by the allocator, so it does not drift: what a message
+    // costs the window, against its own size.
+    figures::record(
+        "long conversation, heap per message in the window",
+        per(heap.1),
+        "bytes",
+        Some(per(heap.0)),
+        None,
     );
     if let [(_, small), (_, large)] = memory[..] {
         // The window's whole resident memory, after scrolling all of it.
