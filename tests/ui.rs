@@ -1898,6 +1898,10 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
             .any(|t| t.contains("Continue in a New Conversation"))
             && f.win.agent("demo").is_some_and(|a| !a.read_only().is_empty())
             && !f.win.composer().is_sensitive()
+            // The banner has slid in: the picture shows it whole.
+            && descendants::<gtk::Revealer>(f.win.upcast_ref())
+                .iter()
+                .all(|r| r.reveals_child() == r.is_child_revealed())
     })?;
     save_png(&f.win, "21-read-only")?;
 
