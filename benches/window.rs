@@ -780,6 +780,8 @@ fn terminal_figure(app: &adw::Application, bytes: usize) {
 struct Sched {
     on_core: Duration,
     waiting: Duration,
+    /// The thread's page faults so far: minor, major.
+    faults: (u64, u64),
 }
 
 fn schedstat() -> Sched {
@@ -787,9 +789,17 @@ fn schedstat() -> Sched {
     let mut ns = text
         .split_whitespace()
         .map(|f| Duration::from_nanos(f.parse().unwrap_or(0)));
+    // SAFETY: getrusage writes the rusage it is given; all zeroes is a
+    // valid rusage.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_THREAD, &mut usage);
+        usage
+    };
     Sched {
         on_core: ns.next().unwrap_or_default(),
         waiting: ns.next().unwrap_or_default(),
+        faults: (usage.ru_minflt as u64, usage.ru_majflt as u64),
     }
 }
 
@@ -977,6 +987,9 @@ struct Frame {
     took: Duration,
     work: Duration,
     queued: Duration,
+    /// Page faults the main thread took in the frame: minor, and major
+    /// (a page read back in, which counts as the frame's work).
+    faults: (u64, u64),
 }
 
 impl Frame {
@@ -1037,6 +1050,10 @@ fn log_frames(clock: &gtk::gdk::FrameClock) -> FrameLog {
                 took: start.elapsed(),
                 work: now.on_core.saturating_sub(sched.on_core),
                 queued: now.waiting.saturating_sub(sched.waiting),
+                faults: (
+                    now.faults.0.saturating_sub(sched.faults.0),
+                    now.faults.1.saturating_sub(sched.faults.1),
+                ),
             });
         }
     });
@@ -1266,12 +1283,14 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
         for (i, f) in frames.frames.iter().enumerate().filter(|(_, f)| f.took > budget) {
             let end = mono - (instant - f.end).as_secs_f64();
             println!(
-                "  frame {} of {n}, {:.1} ms: {:.1} ms of work, {:.1} ms waiting for a core, {:.1} ms blocked; monotonic {:.6}–{:.6} s",
+                "  frame {} of {n}, {:.1} ms: {:.1} ms of work, {:.1} ms waiting for a core, {:.1} ms blocked; {} page faults, {} of them major; monotonic {:.6}–{:.6} s",
                 i + 1,
                 f.took.as_secs_f64() * 1e3,
                 f.work.as_secs_f64() * 1e3,
                 f.queued.as_secs_f64() * 1e3,
                 f.blocked().as_secs_f64() * 1e3,
+                f.faults.0,
+                f.faults.1,
                 end - f.took.as_secs_f64(),
                 end
             );
