@@ -170,9 +170,10 @@ impl MessageObject {
     /// Brings the rows in step with the message: new segments are added,
     /// rows that changed are told to redraw, the others are left alone.
     /// Says which rows came and went, for the list of the conversation's
-    /// rows (`ConversationRows::message_changed`, which calls this).
+    /// rows (`ConversationRows::message_changed`, which calls this; called
+    /// elsewhere on a listed message, it would leave that list behind).
     #[must_use]
-    pub fn sync_rows(&self) -> Option<RowsChange> {
+    pub(crate) fn sync_rows(&self) -> Option<RowsChange> {
         let imp = self.imp();
         let want = {
             let message = imp.message.borrow();

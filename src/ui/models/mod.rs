@@ -19,6 +19,6 @@ pub use agent_object::{AgentObject, ConversationAction, EARLIER_PAGE, MESSAGE_PA
 pub use agent_status::{AgentStatus, Lifecycle};
 pub use app_model::AppModel;
 pub use conversation_rows::ConversationRows;
-pub use message_object::{MessageObject, RowsChange};
+pub use message_object::MessageObject;
 pub use permission_object::PermissionObject;
 pub use row_object::{RowKind, RowObject, Stamp};
