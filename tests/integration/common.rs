@@ -49,6 +49,28 @@ pub struct Harness {
     pub dir: tempfile::TempDir,
 }
 
+/// Waits until the history's lock is free. The quit Parley let go of it,
+/// but a child that another test forked in the meantime holds a copy of
+/// its descriptor until it runs `exec`, and until then the lock stays
+/// taken: the next Parley would open the history read-only.
+async fn lock_let_go(path: &Path) {
+    use std::os::fd::AsRawFd;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let Ok(file) = std::fs::OpenOptions::new().write(true).open(path) else {
+            return;
+        };
+        // SAFETY: flock on a descriptor this function owns; closing it
+        // below lets go again.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return;
+        }
+        drop(file);
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{} is still locked 5 s after Parley quit", path.display());
+}
+
 impl Harness {
     pub fn path(&self) -> PathBuf {
         self.dir.path().join("config.json")
@@ -81,6 +103,7 @@ impl Harness {
         self.core.shutdown().await;
         let Harness { core, rx, dir, .. } = self;
         drop((core, rx));
+        lock_let_go(&dir.path().join("history.sqlite3.lock")).await;
         let (core, rx) = Core::new(Options {
             config_path: Some(dir.path().join("config.json")),
             timings: fast(),
