@@ -85,7 +85,7 @@ pub async fn next_line_kept<R: AsyncBufRead + Unpin>(
 }
 
 fn memchr(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 #[cfg(test)]
