@@ -2422,6 +2422,39 @@ fn command_channel_gets_the_event(app: &adw::Application) -> Result<(), String> 
     Ok(())
 }
 
+/// Waits until a `parley` owns its name on the session bus (a launch after
+/// that forwards its command line to it; one before becomes another first
+/// instance). A fixed wait was too short on a loaded machine.
+fn wait_for_the_first_instance(limit: Duration) -> Result<(), String> {
+    let bus = gtk::gio::bus_get_sync(gtk::gio::BusType::Session, gtk::gio::Cancellable::NONE)
+        .map_err(|e| e.to_string())?;
+    let deadline = Instant::now() + limit;
+    loop {
+        let owned = bus
+            .call_sync(
+                Some("org.freedesktop.DBus"),
+                "/org/freedesktop/DBus",
+                "org.freedesktop.DBus",
+                "NameHasOwner",
+                Some(&(parley::ui::APP_ID,).to_variant()),
+                Some(glib::VariantTy::new("(b)").map_err(|e| e.to_string())?),
+                gtk::gio::DBusCallFlags::NONE,
+                1000,
+                gtk::gio::Cancellable::NONE,
+            )
+            .ok()
+            .and_then(|v| v.get::<(bool,)>())
+            .is_some_and(|(b,)| b);
+        if owned {
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            return Err(format!("no parley owned {} within {limit:?}", parley::ui::APP_ID));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// `parley FILE.json` while Parley runs: the running instance opens it (the
 /// second launch only forwards its command line, GApplication's way).
 fn open_from_the_command_line_in_the_running_instance(_app: &adw::Application) -> Result<(), String> {
@@ -2443,8 +2476,11 @@ fn open_from_the_command_line_in_the_running_instance(_app: &adw::Application) -
     };
     let mut first = launch(&a).map_err(|e| e.to_string())?;
     let recent = dir.path().join("parley/recent.json");
-    // The first instance is up once it owns its name; give it a moment.
-    std::thread::sleep(Duration::from_millis(1500));
+    if let Err(e) = wait_for_the_first_instance(Duration::from_secs(20)) {
+        let _ = first.kill();
+        let _ = first.wait();
+        return Err(e);
+    }
     let second = launch(&b)
         .map_err(|e| e.to_string())?
         .wait_with_output()
@@ -2491,12 +2527,29 @@ fn every_control_has_an_accessible_name(_app: &adw::Application) -> Result<(), S
             .spawn()
     };
     let mut first = launch(&[config.as_os_str()]).map_err(|e| e.to_string())?;
-    std::thread::sleep(Duration::from_millis(2000));
+    if let Err(e) = wait_for_the_first_instance(Duration::from_secs(20)) {
+        let _ = first.kill();
+        let _ = first.wait();
+        return Err(e);
+    }
     let _ = launch(&[std::ffi::OsStr::new("--new-window")]).and_then(|c| c.wait_with_output());
     std::thread::sleep(Duration::from_millis(1000));
-    let out = std::process::Command::new("/usr/bin/python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/a11y-names.py"))
-        .output();
+    // The tree once it shows both windows (a loaded machine maps the second
+    // one later), or as it is after 20 s.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let out = loop {
+        let out = std::process::Command::new("/usr/bin/python3")
+            .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/a11y-names.py"))
+            .output();
+        let done = out.as_ref().is_ok_and(|o| {
+            let text = String::from_utf8_lossy(&o.stdout);
+            text.contains("windows: 2") || text.starts_with("SKIP")
+        });
+        if done || Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
     let _ = first.kill();
     let _ = first.wait();
     let out = out.map_err(|e| format!("/usr/bin/python3: {e}"))?;

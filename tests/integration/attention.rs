@@ -212,13 +212,13 @@ async fn a_cancel_the_agent_ignores_ends_the_turn_after_ten_seconds() {
             .contains("may still be working"),
         "{note:?}"
     );
-    // The abandoned session/prompt was given up with $/cancel_request.
-    h.wait_for(
-        "$/cancel_request at the agent",
-        Duration::from_secs(5),
-        |e| matches!(e, Event::AgentLog(l) if l.line.contains("$/cancel_request")),
-    )
-    .await;
+    // The abandoned session/prompt was given up with $/cancel_request (the
+    // agent's line may have come before the turn's end, among `seen`).
+    let cancelled = |e: &Event| matches!(e, Event::AgentLog(l) if l.line.contains("$/cancel_request"));
+    if !h.seen.iter().any(cancelled) {
+        h.wait_for("$/cancel_request at the agent", Duration::from_secs(5), cancelled)
+            .await;
+    }
     // The agent still works for the next turn.
     h.core.chat.send("demo", "echo still here").expect("send");
     h.wait_idle("demo").await;

@@ -104,8 +104,9 @@ async fn quitting_stops_every_agent_in_parallel() {
     let began = Instant::now();
     h.core.shutdown().await;
     let took = began.elapsed();
-    // In parallel: one grace period (2 s), not two.
-    assert!(took < Duration::from_millis(3500), "took {took:?}");
+    // In parallel: one grace period (2 s), not two (which take 4.7 s). It
+    // takes about 2.7 s; the rest is room for a loaded machine.
+    assert!(took < Duration::from_millis(4200), "took {took:?}");
     assert!(processes_with(&marker).is_empty());
 }
 
