@@ -524,6 +524,11 @@ fn demo_turn_with_permission(app: &adw::Application) -> Result<(), String> {
     if labels != ["Allow once", "Always allow", "Reject", "Always reject"] {
         return Err(format!("banner buttons {labels:?}"));
     }
+    // The reviewer sees the change asked for, not only its title.
+    let diffs = banner.diff_titles();
+    if !(diffs.len() == 1 && diffs[0].starts_with("Changes to ") && diffs[0].ends_with("/src/greeting.rs")) {
+        return Err(format!("the banner shows the diffs {diffs:?}"));
+    }
     save_png(&f.win, "02-permission")?;
     let allow = buttons(banner.upcast_ref())
         .into_iter()

@@ -204,6 +204,30 @@ pub fn plain_text(md: &str) -> String {
     out.join(" ").split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// A thought as Markdown to render: gemini-cli sends each thought as
+/// `**{subject}**` and a line of description, so a thought without a
+/// subject begins with an empty bold, `****`, which Markdown would draw as
+/// literal asterisks (or, alone on its line, a rule). Those are dropped.
+pub fn thought(md: &str) -> Cow<'_, str> {
+    if !md.contains("****") {
+        return Cow::Borrowed(md);
+    }
+    let mut out = String::with_capacity(md.len());
+    for line in md.split_inclusive('\n') {
+        match line.strip_prefix("****") {
+            // `*****x` is not an empty bold before text: kept as it is.
+            Some(rest) if !rest.starts_with('*') => {
+                // A line that was only the empty bold goes with its end.
+                if !rest.trim().is_empty() {
+                    out.push_str(rest);
+                }
+            }
+            _ => out.push_str(line),
+        }
+    }
+    Cow::Owned(out)
+}
+
 pub fn render(md: &str) -> Vec<Block> {
     // Made visible before parsing: then no text, code, link or language
     // name that comes out of it can hold a hidden character.
@@ -350,6 +374,18 @@ mod tests {
         };
         assert!(m.contains("&lt;b&gt;not bold&lt;/b&gt; &amp;"), "{m}");
         assert!(gtk::pango::parse_markup(m, '\0').is_ok());
+    }
+
+    #[test]
+    fn a_thought_without_a_subject_loses_its_empty_bold() {
+        // gemini-cli: `**{subject}**\n{description}`, the subject empty.
+        assert_eq!(thought("****\nReading the file."), "Reading the file.");
+        assert_eq!(thought("****Reading"), "Reading");
+        assert_eq!(thought("**Plan**\nRead it."), "**Plan**\nRead it.");
+        assert_eq!(thought("a ****\n*****b"), "a ****\n*****b");
+        // Rendered, no asterisk is left.
+        let shown = plain_text(&thought("**Reading**\nThe file.\n****\nThen edit."));
+        assert_eq!(shown, "Reading The file. Then edit.");
     }
 
     #[test]

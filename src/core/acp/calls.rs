@@ -94,11 +94,15 @@ pub async fn initialize(conn: &Connection) -> Result<Initialized, CallError> {
                             .boolean(acp::BooleanConfigOptionCapabilities::new()),
                     ),
                 )
-                // The legacy form of the same, which claude-agent-acp reads.
-                .meta(serde_json::Map::from_iter([(
-                    "terminal-auth".to_owned(),
-                    Value::Bool(true),
-                )])),
+                // The legacy form of the same, which claude-agent-acp reads;
+                // and `terminal_output`: claude-agent-acp and codex-acp then
+                // stream a command's output as a live terminal
+                // (`_meta.terminal_info`/`terminal_output`/`terminal_exit` on
+                // the tool call) instead of a text block after the fact.
+                .meta(serde_json::Map::from_iter([
+                    ("terminal-auth".to_owned(), Value::Bool(true)),
+                    ("terminal_output".to_owned(), Value::Bool(true)),
+                ])),
         )
         .client_info(
             acp::Implementation::new("parley", env!("CARGO_PKG_VERSION")).title("Parley".to_string()),

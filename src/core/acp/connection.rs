@@ -48,8 +48,9 @@ pub enum RpcError {
 }
 
 /// What an error's `data` says in words (`message` or `details`, as
-/// codex-acp and claude-agent-acp put it), as ": …", cut to 1,000 bytes.
-fn detail(data: Option<&Value>) -> String {
+/// codex-acp, claude-agent-acp and gemini-cli put it), as ": …", cut to
+/// 1,000 bytes.
+pub fn detail(data: Option<&Value>) -> String {
     let text = data.and_then(|d| {
         d.as_str()
             .or_else(|| d.get("message").and_then(Value::as_str))

@@ -293,6 +293,68 @@ fn compact(v: &Option<serde_json::Value>) -> String {
     v.as_ref().map(|v| v.to_string()).unwrap_or_default()
 }
 
+/// A tool's `rawOutput` as a reader wants it: a string as itself (not as
+/// a JSON string with quotes and escapes, as claude-agent-acp's Edit sends
+/// it); codex-acp's command objects as what the command printed
+/// (`formatted_output`, else `stdout` and `stderr`, else `aggregated_output`
+/// or `output`); anything else as compact JSON.
+pub fn output_text(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    let field = |k: &str| v.get(k).and_then(Value::as_str).filter(|s| !s.trim().is_empty());
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Object(_) => {
+            if let Some(f) = field("formatted_output") {
+                return f.to_owned();
+            }
+            let streams: Vec<&str> = ["stdout", "stderr"].into_iter().filter_map(field).collect();
+            if !streams.is_empty() {
+                return streams.join("\n");
+            }
+            field("aggregated_output")
+                .or_else(|| field("output"))
+                .map_or_else(|| v.to_string(), str::to_owned)
+        }
+        _ => v.to_string(),
+    }
+}
+
+/// The command line in a tool's `rawInput`, where it names one: codex-acp's
+/// `command` (a string, or an argument list such as `["bash", "-lc", "echo
+/// hi"]`, of which the script is shown), else its `parsed_cmd[].cmd`.
+pub fn command_line(v: &serde_json::Value) -> Option<String> {
+    use serde_json::Value;
+    let line = match v.get("command") {
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Array(args)) => {
+            let args: Vec<&str> = args.iter().filter_map(Value::as_str).collect();
+            match args.as_slice() {
+                // A shell running a script: the script is what was asked.
+                [shell, flag, script]
+                    if shell.ends_with("sh") && flag.starts_with('-') && flag.ends_with('c') =>
+                {
+                    Some((*script).to_owned())
+                }
+                [] => None,
+                _ => Some(args.join(" ")),
+            }
+        }
+        _ => None,
+    };
+    line.or_else(|| {
+        let cmds: Vec<&str> = v
+            .get("parsed_cmd")?
+            .as_array()?
+            .iter()
+            .filter_map(|c| c.get("cmd").and_then(Value::as_str))
+            .collect();
+        (!cmds.is_empty()).then(|| cmds.join(" && "))
+    })
+    .map(|l| l.trim().to_owned())
+    .filter(|l| !l.is_empty())
+}
+
 fn apply_content(call: &mut ToolCall, content: &[acp::ToolCallContent]) {
     let mut output = Vec::new();
     let mut diffs = Vec::new();
@@ -342,8 +404,9 @@ impl From<&acp::ToolCall> for ToolCall {
         };
         apply_content(&mut call, &t.content);
         if call.output.is_empty() {
-            call.output = t.raw_output.as_ref().map(|v| v.to_string()).unwrap_or_default();
+            call.output = t.raw_output.as_ref().map(output_text).unwrap_or_default();
         }
+        call.name_command(t.raw_input.as_ref());
         call
     }
 }
@@ -384,7 +447,27 @@ impl ToolCall {
             self.input = compact(&f.raw_input);
         }
         if let (Some(out), true) = (&f.raw_output, self.output.is_empty()) {
-            self.output = out.to_string();
+            self.output = output_text(out);
+        }
+        self.name_command(f.raw_input.as_ref());
+    }
+
+    /// A command with no title of its own, or only a generic one (codex-acp
+    /// sends its commands' `rawInput` and no content): titled by its
+    /// command line, as a terminal would show it.
+    fn name_command(&mut self, raw_input: Option<&serde_json::Value>) {
+        if self.kind != acp::ToolKind::Execute && !self.title.trim().is_empty() {
+            return;
+        }
+        let Some(line) = raw_input.and_then(command_line) else {
+            return;
+        };
+        let generic = self.title.trim().is_empty()
+            || ["terminal", "run command", "shell", "exec_command", "bash"]
+                .iter()
+                .any(|g| self.title.trim().eq_ignore_ascii_case(g));
+        if generic {
+            self.title = line;
         }
     }
 }
@@ -403,6 +486,50 @@ pub fn plan_entries(p: &acp::Plan) -> Vec<PlanEntry> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_string_output_is_shown_as_itself_not_as_json() {
+        // claude-agent-acp's Edit.
+        let v = json!("The file /p/notes.txt has been updated successfully. (\"x\")");
+        assert_eq!(
+            output_text(&v),
+            "The file /p/notes.txt has been updated successfully. (\"x\")"
+        );
+        assert_eq!(output_text(&json!({"a": 1})), r#"{"a":1}"#);
+        assert_eq!(output_text(&json!(null)), "");
+    }
+
+    #[test]
+    fn a_codex_command_shows_its_command_line_and_what_it_printed() {
+        let input = json!({"call_id": "call_1", "command": ["bash", "-lc", "echo hi"], "cwd": "/p",
+            "parsed_cmd": [{"type": "unknown", "cmd": "echo hi"}]});
+        let output = json!({"call_id": "call_1", "stdout": "hi\n", "stderr": "", "exit_code": 0,
+            "formatted_output": "hi\n", "aggregated_output": "hi\n"});
+        let update: acp::ToolCallUpdate = serde_json::from_value(json!({
+            "toolCallId": "call_1", "kind": "execute", "status": "completed", "title": "Run command",
+            "rawInput": input, "rawOutput": output}))
+        .expect("an update");
+        let call = ToolCall::from_update(&update);
+        assert_eq!(call.title, "echo hi");
+        assert_eq!(call.output, "hi\n");
+        // Without formatted_output: the streams; a plain argument list.
+        assert_eq!(output_text(&json!({"stdout": "a", "stderr": "b"})), "a\nb");
+        assert_eq!(
+            command_line(&json!({"command": ["ls", "-la"]})).as_deref(),
+            Some("ls -la")
+        );
+        assert_eq!(
+            command_line(&json!({"parsed_cmd": [{"cmd": "cat a"}, {"cmd": "wc -l"}]})).as_deref(),
+            Some("cat a && wc -l")
+        );
+        // A title of the agent's own is kept.
+        let named: acp::ToolCallUpdate = serde_json::from_value(json!({
+            "toolCallId": "c2", "kind": "execute", "title": "List the files",
+            "rawInput": {"command": ["ls"]}}))
+        .expect("an update");
+        assert_eq!(ToolCall::from_update(&named).title, "List the files");
+    }
 
     #[test]
     fn the_closed_lists_keep_the_spec_names_on_the_wire() {

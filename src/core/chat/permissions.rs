@@ -23,6 +23,7 @@ impl Chat {
             let p = c.permissions.remove(i);
             if option.rejects() {
                 c.rejections += 1;
+                c.rejected.push(p.request.tool_call.id.clone());
             }
             let agent = agent.clone();
             drop(convs);
@@ -124,6 +125,7 @@ impl Chat {
             let allowed = rule.decision == crate::core::config::model::Decision::Allow;
             if !allowed {
                 c.rejections += 1;
+                c.rejected.push(call.id.clone());
             }
             drop(convs);
             responder.respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Selected(

@@ -644,10 +644,14 @@ fn merge(stored: &mut Vec<Message>, replay: Vec<Message>) -> Vec<Message> {
     added
 }
 
-/// What the agent said when it refused (its message, not our wrapping).
+/// What the agent said when it refused (its message and the detail of its
+/// error's `data`, not our wrapping): gemini-cli's `session/load` says only
+/// "Internal error", and why in `data.details`.
 fn agent_words(e: &calls::CallError) -> String {
     match e {
-        calls::CallError::Rpc(crate::core::acp::RpcError::Remote { message, .. }) => message.clone(),
+        calls::CallError::Rpc(crate::core::acp::RpcError::Remote { message, data, .. }) => {
+            format!("{message}{}", crate::core::acp::connection::detail(data.as_ref()))
+        }
         other => other.to_string(),
     }
 }
@@ -712,6 +716,20 @@ mod tests {
             .cloned()
             .collect();
         assert!(merge(&mut stored, again).is_empty());
+    }
+
+    #[test]
+    fn a_refusal_keeps_the_detail_of_its_data() {
+        // gemini-cli's `session/load` of a session it does not have.
+        let e = calls::CallError::Rpc(crate::core::acp::RpcError::Remote {
+            code: -32603,
+            message: "Internal error".into(),
+            data: Some(serde_json::json!({"details": "No previous sessions found for this project."})),
+        });
+        assert_eq!(
+            agent_words(&e),
+            "Internal error: No previous sessions found for this project."
+        );
     }
 
     #[test]

@@ -99,11 +99,19 @@ impl Conv {
                     })
                     .collect();
             }
+            // An empty chunk (claude-agent-acp sends them) changes nothing:
+            // no `message:delta`, no empty part.
             U::AgentMessageChunk(chunk) => {
-                self.append_text(agent, false, message::into_text(chunk.content), next_id, out)
+                let text = message::into_text(chunk.content);
+                if !text.is_empty() {
+                    self.append_text(agent, false, text, next_id, out)
+                }
             }
             U::AgentThoughtChunk(chunk) => {
-                self.append_text(agent, true, message::into_text(chunk.content), next_id, out)
+                let text = message::into_text(chunk.content);
+                if !text.is_empty() {
+                    self.append_text(agent, true, text, next_id, out)
+                }
             }
             U::ToolCall(t) => {
                 // A new call: an id seen in an earlier turn starts a card in
@@ -386,6 +394,16 @@ mod tests {
         assert!(events
             .iter()
             .any(|e| matches!(e, Event::TerminalExited(x) if x.exit_code == Some(0))));
+    }
+
+    #[test]
+    fn an_empty_chunk_is_no_delta_and_no_part() {
+        let mut c = conv();
+        let thought =
+            json!({"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": ""}});
+        let events = apply(&mut c, vec![text(""), thought, text("a"), text("")]);
+        assert_eq!(c.messages[1].parts, vec![Part::Text { text: "a".into() }]);
+        assert_eq!(events.len(), 1, "{events:?}");
     }
 
     #[test]

@@ -174,23 +174,7 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
         card.append(&l);
     }
     for d in &call.diffs {
-        let lines = crate::ui::widgets::diff::lines(&d.old_text, &d.new_text);
-        let path = visible(&d.path);
-        let title = if d.new_file {
-            gettext_f("New file {path}", &[("path", &path)])
-        } else {
-            gettext_f("Changes to {path}", &[("path", &path)])
-        };
-        let expander = expander(&title);
-        expander.set_expanded(true);
-        let l = TextBlock::new(
-            &diff_markup(&lines, adw::StyleManager::default().is_dark()),
-            Vec::new(),
-        );
-        // The colours follow the style, also when it changes while shown.
-        crate::ui::theme::on_dark_change(&l, move |l, dark| l.set_markup(&diff_markup(&lines, dark)));
-        expander.set_child(Some(&l));
-        card.append(&expander);
+        card.append(&diff_view(d));
     }
     for id in &call.terminals {
         card.append(&crate::ui::terminals::view(id));
@@ -202,6 +186,29 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
         card.append(&expander);
     }
     card.upcast()
+}
+
+/// An edit as a unified diff under its file's name, open: in a tool card,
+/// and in the permission banner (a reviewer decides on the change, not on
+/// a title; gemini-cli announces its edits only there).
+pub fn diff_view(d: &crate::core::chat::message::Diff) -> gtk::Expander {
+    let lines = crate::ui::widgets::diff::lines(&d.old_text, &d.new_text);
+    let path = visible(&d.path);
+    let title = if d.new_file {
+        gettext_f("New file {path}", &[("path", &path)])
+    } else {
+        gettext_f("Changes to {path}", &[("path", &path)])
+    };
+    let expander = expander(&title);
+    expander.set_expanded(true);
+    let l = TextBlock::new(
+        &diff_markup(&lines, adw::StyleManager::default().is_dark()),
+        Vec::new(),
+    );
+    // The colours follow the style, also when it changes while shown.
+    crate::ui::theme::on_dark_change(&l, move |l, dark| l.set_markup(&diff_markup(&lines, dark)));
+    expander.set_child(Some(&l));
+    expander
 }
 
 /// A diff's lines as markup, in libadwaita's success and error colours for
@@ -265,9 +272,12 @@ pub(super) fn part_widget(part: &Part) -> gtk::Widget {
         Part::Text { text } => TextBlock::new(&escape(text), Vec::new()).upcast(),
         Part::Thought { text } => {
             let expander = expander(&gettext("Thinking"));
-            let l = plain(text);
-            l.add_css_class("dim-label");
-            expander.set_child(Some(&l));
+            // Markdown, as agents write their thoughts (gemini-cli's each
+            // begin with a bold subject).
+            let body = gtk::Box::new(gtk::Orientation::Vertical, 6);
+            body.add_css_class("dim-label");
+            append_markdown(&body, &markdown::thought(text));
+            expander.set_child(Some(&body));
             expander.upcast()
         }
         Part::Tool(call) => tool_card(call),

@@ -24,6 +24,10 @@ mod imp {
         #[template_child]
         pub label: TemplateChild<gtk::Label>,
         #[template_child]
+        pub diffs_scroller: TemplateChild<gtk::ScrolledWindow>,
+        #[template_child]
+        pub diffs: TemplateChild<gtk::Box>,
+        #[template_child]
         pub buttons: TemplateChild<gtk::FlowBox>,
         /// The agent whose requests are shown.
         #[property(get, set = Self::set_agent, nullable)]
@@ -101,6 +105,19 @@ impl PermissionBanner {
         self.imp().label.text().to_string()
     }
 
+    /// The titles of the diffs the banner shows ("Changes to …").
+    pub fn diff_titles(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut child = self.imp().diffs.first_child();
+        while let Some(c) = child {
+            if let Some(e) = c.downcast_ref::<gtk::Expander>() {
+                out.push(e.label().map(|l| l.to_string()).unwrap_or_default());
+            }
+            child = c.next_sibling();
+        }
+        out
+    }
+
     /// The option buttons, in order.
     pub fn option_buttons(&self) -> Vec<gtk::Button> {
         let mut out = Vec::new();
@@ -175,6 +192,14 @@ impl PermissionBanner {
             )));
         }
         imp.label.set_markup(&text);
+        while let Some(child) = imp.diffs.first_child() {
+            imp.diffs.remove(&child);
+        }
+        for d in &request.tool_call.diffs {
+            imp.diffs.append(&super::message_parts::diff_view(d));
+        }
+        imp.diffs_scroller
+            .set_visible(!request.tool_call.diffs.is_empty());
         for (i, option) in request.options.iter().enumerate() {
             let button = gtk::Button::with_label(&crate::ui::markdown::visible(&option.name));
             if i < 4 {
