@@ -54,7 +54,7 @@ impl Harness {
 
 /// Whether the keyring can be used here; with `PARLEY_TEST_KEYRING=1`
 /// (build-aux/with-keyring.sh, as `.ci/run` runs the tests) it must be.
-async fn keyring_or_skip(what: &str) -> bool {
+pub(crate) async fn keyring_or_skip(what: &str) -> bool {
     let probe = parley::core::auth::secrets::save(
         "/parley-test/probe",
         "probe",

@@ -167,6 +167,11 @@ async fn cancel_answers_permissions_drops_the_queue_and_ends_cancelled() {
     );
     assert!(m.text().contains("permission answer: cancelled"), "{}", m.text());
     assert!(conv.permissions.is_empty() && conv.queued == 0 && !conv.busy);
+    // The call whose request the Cancel answered is closed, saying why.
+    assert_eq!(
+        closed_tools(&m),
+        vec![("failed".into(), "Not finished: the turn was cancelled.".into())]
+    );
     // The conversation takes new messages again.
     h.core.chat.send("a", "echo after").expect("send");
     h.wait_idle("a").await;
@@ -197,9 +202,23 @@ async fn rejections_count_the_refusals_of_the_turn() {
     h.wait_idle("a").await;
     assert_eq!(counts, vec![0, 1, 2]);
     assert!(h.core.chat.answer_permission("p-unknown", "x").is_err());
-    assert!(last_agent_message(&h, "a")
-        .text()
-        .contains("permission answer: reject_once"));
+    let m = last_agent_message(&h, "a");
+    assert!(m.text().contains("permission answer: reject_once"));
+    // The demo agent, like codex-acp and gemini-cli, sends no last status
+    // for a refused call: the turn's end closes each, saying why.
+    let reason = "Not run: the permission was refused.".to_owned();
+    assert_eq!(closed_tools(&m), vec![("failed".into(), reason); 3], "{m:?}");
+}
+
+/// The (status, output) of each tool call of `m`.
+fn closed_tools(m: &parley::core::chat::message::Message) -> Vec<(String, String)> {
+    m.parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::Tool(t) => Some((wire_name(&t.status), t.output.clone())),
+            _ => None,
+        })
+        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -15,7 +15,12 @@ mod flatpak;
 mod fs_boundary;
 mod history;
 mod launch;
+#[path = "../support/model_api.rs"]
+mod model_api;
 mod processes;
+mod real_agents;
+mod real_claude;
+mod real_gemini;
 mod registry;
 mod supervisor;
 mod terminals;

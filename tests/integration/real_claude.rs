@@ -1,0 +1,249 @@
+//! claude-agent-acp (Claude Code), doing real turns through Parley against
+//! the model-API stand-in (the Anthropic Messages API).
+
+use std::time::Duration;
+
+use parley::core::chat::message::{wire_name, Part};
+use parley::core::events::Event;
+use serde_json::json;
+
+use crate::model_api::{ModelApi, Reply};
+use crate::real_agents::*;
+
+fn claude(p: &Project, api: &ModelApi) -> Option<serde_json::Value> {
+    let bin = installed("claude", "claude-agent-acp")?;
+    let env = [
+        ("ANTHROPIC_BASE_URL", api.url()),
+        ("ANTHROPIC_API_KEY", KEY.to_owned()),
+        // Nothing but the model's API: no telemetry, updates or titles,
+        // and anything else that tried would reach the stand-in.
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
+        ("DISABLE_AUTOUPDATER", "1".to_owned()),
+        ("DISABLE_TELEMETRY", "1".to_owned()),
+        ("DISABLE_ERROR_REPORTING", "1".to_owned()),
+        ("HTTPS_PROXY", api.url()),
+        ("HTTP_PROXY", api.url()),
+        ("NO_PROXY", "127.0.0.1,localhost".to_owned()),
+        // One attempt per request: its retries take minutes.
+        ("CLAUDE_CODE_MAX_RETRIES", "0".to_owned()),
+        // As root with IS_SANDBOX set (as on these machines) Claude Code
+        // exits with code 1 at the session's start, saying nothing more.
+        ("IS_SANDBOX", String::new()),
+    ];
+    Some(entry("claude", &bin, &[], p, &env))
+}
+
+fn edit_script(p: &Project, old: &str, new: &str) -> Vec<Reply> {
+    let notes = p.notes().display().to_string();
+    vec![
+        Reply::tool("Read", json!({"file_path": notes})),
+        Reply::tool(
+            "Edit",
+            json!({"file_path": notes, "old_string": old, "new_string": new, "replace_all": false}),
+        ),
+        Reply::tool("Bash", json!({"command": "echo hi", "description": "Print hi"})),
+        Reply::text("## Done\n\nI edited `notes.txt`:\n\n- changed **the line**\n- ran `echo hi`\n"),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_edits_asks_runs_plans_cancels_fails_clearly_and_resumes() {
+    let p = Project::new();
+    let api = ModelApi::start(edit_script(&p, "line two", "line two (edited)"));
+    let Some(agent) = claude(&p, &api) else { return };
+    let mut h = parley(&[agent], json!({"turnSilenceWarning": "2s"}));
+
+    // 1. A full turn, the edit allowed.
+    h.core.chat.send("claude", "Edit notes.txt").expect("send");
+    let asked = h.answer_next("allow_once").await;
+    assert_eq!(asked.tool_call.diffs.len(), 1, "{asked:#?}");
+    h.turn_ends("claude").await;
+    let m = h.answer("claude");
+    assert_eq!(stop(&m), "end_turn", "{m:#?}");
+    assert_eq!(p.notes_text(), "line one\nline two (edited)\nline three\n");
+    none_open(&m);
+    assert_eq!(tool(&m, "read").title, "Read notes.txt");
+    // A string output is shown as itself, not as a JSON string.
+    let edit = tool(&m, "edit");
+    assert!(
+        edit.output.starts_with("The file ") && edit.output.contains("has been updated successfully"),
+        "{edit:#?}"
+    );
+    // Parley offers `terminal_output`: the command's output streams as a
+    // live terminal, not as a text block after the fact.
+    let bash = tool(&m, "execute");
+    assert_eq!(bash.title, "echo hi");
+    assert_eq!(bash.terminals.len(), 1, "{bash:#?}");
+    let terminal = bash.terminals[0].clone();
+    assert!(
+        h.seen.iter().any(
+            |e| matches!(e, Event::TerminalOutput(o) if o.terminal_id == terminal && o.data.contains("hi"))
+        ),
+        "no live output for {terminal}"
+    );
+    assert!(m.text().contains("## Done"), "{m:#?}");
+    // claude sends empty chunks: none became a delta.
+    assert!(
+        !h.seen.iter().any(
+            |e| matches!(e, Event::MessageDelta(d) if d.agent == "claude" && d.text.as_deref() == Some(""))
+        ),
+        "an empty message:delta"
+    );
+    // Usage with its cost.
+    assert!(h
+        .seen
+        .iter()
+        .any(|e| matches!(e, Event::UsageChanged(u) if u.agent == "claude" && u.usage.used > 0)));
+    // What the agent sent the model: the file, after the read.
+    let main = api.main_requests();
+    assert!(
+        main[1].body.to_string().contains("line two"),
+        "the read's result is not sent back"
+    );
+    assert_eq!(main[0].header("x-api-key"), Some(KEY));
+
+    // 2. The same, rejected: the file is unchanged, no call stays open.
+    api.set_script(vec![
+        Reply::tool(
+            "Edit",
+            json!({"file_path": p.notes().display().to_string(), "old_string": "line one",
+                "new_string": "line 1", "replace_all": false}),
+        ),
+        Reply::text("Not changed, as you asked."),
+    ]);
+    h.core.chat.send("claude", "Edit it again").expect("send");
+    h.answer_next("reject_once").await;
+    h.turn_ends("claude").await;
+    let m = h.answer("claude");
+    assert_eq!(stop(&m), "end_turn", "{m:#?}");
+    assert_eq!(p.notes_text(), "line one\nline two (edited)\nline three\n");
+    none_open(&m);
+    assert_eq!(wire_name(&tool(&m, "edit").status), "failed");
+
+    // 3. Cancel in the middle of a long answer.
+    api.set_script(vec![Reply::slow(300, Duration::from_millis(50))]);
+    h.core.chat.send("claude", "Tell me a long story").expect("send");
+    h.some_text("claude").await;
+    h.core.chat.cancel("claude").expect("cancel");
+    h.turn_ends("claude").await;
+    assert_eq!(stop(&h.answer("claude")), "cancelled");
+
+    // 4. Plan mode: the mode picker follows the agent, a plan is shown,
+    // and leaving plan mode is a permission with claude's own options.
+    h.core
+        .chat
+        .set_option("claude", "mode", json!("plan"))
+        .await
+        .expect("plan mode");
+    let mode = |h: &crate::common::Harness| {
+        h.core
+            .chat
+            .options("claude")
+            .iter()
+            .find(|o| o.id == "mode")
+            .map(|o| o.current_text())
+    };
+    assert_eq!(mode(&h).as_deref(), Some("plan"));
+    api.set_script(vec![
+        Reply::tool(
+            "TaskCreate",
+            json!({"subject": "Edit notes", "description": "Change line two", "activeForm": "Editing notes"}),
+        ),
+        Reply::tool(
+            "ExitPlanMode",
+            json!({"plan": "# Plan\n\n1. Read notes.txt\n2. Edit line two\n"}),
+        ),
+        Reply::text("Plan approved."),
+    ]);
+    h.core.chat.send("claude", "Plan the change").expect("send");
+    let asked = h.next_permission_within(Duration::from_secs(60)).await;
+    let manual = asked
+        .options
+        .iter()
+        .find(|o| o.option_id == "default")
+        .unwrap_or_else(|| panic!("no 'manually approve' option: {asked:#?}"));
+    h.core
+        .chat
+        .answer_permission(&asked.id, &manual.option_id)
+        .expect("answer");
+    h.turn_ends("claude").await;
+    let m = h.answer("claude");
+    assert_eq!(stop(&m), "end_turn", "{m:#?}");
+    assert!(
+        m.parts.iter().any(
+            |p| matches!(p, Part::Plan { entries } if entries.iter().any(|e| e.content == "Edit notes"))
+        ),
+        "{m:#?}"
+    );
+    assert_eq!(
+        mode(&h).as_deref(),
+        Some("default"),
+        "current_mode_update was not followed"
+    );
+
+    // 5. A broken provider: each ends in claude's own error, shown, and
+    // the conversation goes on.
+    api.set_script(vec![Reply::text("Back again.")]);
+    for (reply, words) in [
+        (Reply::status(500), "API Error: 500"),
+        (
+            Reply::Status {
+                code: 429,
+                retry_after: Some(1),
+            },
+            "429",
+        ),
+    ] {
+        api.next(reply);
+        h.core.chat.send("claude", "Hello?").expect("send");
+        h.turn_ends("claude").await;
+        let m = h.answer("claude");
+        let all = format!("{} {}", m.text(), m.error.clone().unwrap_or_default());
+        assert!(all.contains(words), "expected {words:?} in {m:#?}");
+    }
+    // A cut stream: claude asks again without streaming, and answers.
+    api.next(Reply::Cut);
+    h.core.chat.send("claude", "Hello again?").expect("send");
+    h.turn_ends("claude").await;
+    assert!(h.answer("claude").text().contains("Back again."));
+    // A provider that never answers: the watchdog marks the turn, and
+    // Cancel ends it.
+    api.next(Reply::Hang);
+    h.core.chat.send("claude", "Are you there?").expect("send");
+    h.wait_for(
+        "the turn marked not responding",
+        Duration::from_secs(30),
+        |e| matches!(e, Event::TurnStalled(s) if s.agent == "claude" && s.stalled),
+    )
+    .await;
+    h.core.chat.cancel("claude").expect("cancel");
+    h.turn_ends("claude").await;
+    assert_eq!(stop(&h.answer("claude")), "cancelled");
+
+    // 6. After a restart: claude resumes its session, and the model hears
+    // the whole conversation.
+    api.set_script(vec![Reply::text("Still here.")]);
+    let before = api.main_requests().len();
+    let id = h
+        .core
+        .conversation("claude")
+        .expect("conversation")
+        .id
+        .expect("stored");
+    let mut h = h.restart().await;
+    h.core
+        .chat
+        .open("claude", &id)
+        .await
+        .expect("open the conversation again");
+    h.core.chat.send("claude", "And now?").expect("send");
+    h.turn_ends("claude").await;
+    let m = h.answer("claude");
+    assert!(m.text().contains("Still here."), "{m:#?}");
+    let after = api.main_requests();
+    let last = after[before..].last().expect("a request after the restart");
+    assert!(
+        last.body.to_string().contains("Edit notes.txt"),
+        "the resumed session lost the first turn"
+    );
+}

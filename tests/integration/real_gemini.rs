@@ -1,0 +1,288 @@
+//! gemini-cli, doing real turns through Parley against the model-API
+//! stand-in (the Gemini API: `streamGenerateContent`, and the router's
+//! `generateContent`).
+
+use std::time::Duration;
+
+use parley::core::auth::secrets::Secret;
+use parley::core::events::Event;
+use serde_json::json;
+
+use crate::model_api::{ModelApi, Reply};
+use crate::real_agents::*;
+
+/// gemini's own settings: the API key's method, nothing that calls out, one
+/// attempt per request (its retries wait 5 s and more).
+fn settings(p: &Project, signed_in: bool) {
+    let dir = p.home.path().join(".gemini");
+    std::fs::create_dir_all(&dir).expect(".gemini");
+    let mut s = json!({
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false,
+                    "checkpointing": {"enabled": false}, "maxAttempts": 1, "retryFetchErrors": false},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+        "ide": {"enabled": false},
+        "security": {"folderTrust": {"enabled": false}},
+    });
+    if signed_in {
+        s["security"]["auth"] = json!({"selectedType": "gemini-api-key"});
+    }
+    std::fs::write(dir.join("settings.json"), s.to_string()).expect("settings.json");
+}
+
+fn gemini(p: &Project, api: &ModelApi, key: Option<&str>) -> Option<serde_json::Value> {
+    let bin = installed("gemini", "gemini")?;
+    let mut env = vec![
+        ("GOOGLE_GEMINI_BASE_URL", api.url()),
+        ("GEMINI_CLI_NO_RELAUNCH", "true".to_owned()),
+        ("NO_BROWSER", "1".to_owned()),
+    ];
+    if let Some(k) = key {
+        env.push(("GEMINI_API_KEY", k.to_owned()));
+    }
+    Some(entry("gemini", &bin, &["--acp"], p, &env))
+}
+
+/// The edit turn: read, replace (asks), a command, then Markdown with a
+/// thought that has no subject.
+fn edit_script(p: &Project, old: &str, new: &str) -> Vec<Reply> {
+    vec![
+        Reply::Tool {
+            name: "read_file".into(),
+            input: json!({"file_path": "notes.txt"}),
+            text: "I'll read `notes.txt` first.".into(),
+        },
+        Reply::tool(
+            "replace",
+            json!({"file_path": p.notes().display().to_string(), "instruction": "Change the line",
+                "old_string": old, "new_string": new}),
+        ),
+        Reply::tool(
+            "run_shell_command",
+            json!({"command": "echo hi", "description": "Say hi", "is_background": false}),
+        ),
+        Reply::Text {
+            text: "## Done\n\n- read `notes.txt`\n- replaced *the line*\n- ran `echo hi`\n".into(),
+            thought: "Checking the result\nThe file is edited.".into(),
+            chunk: 20,
+            delay: Duration::ZERO,
+        },
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_edits_asks_runs_cancels_fails_clearly_and_loads() {
+    let p = Project::new();
+    let api = ModelApi::start(edit_script(&p, "line two", "line 2 (edited)"));
+    let Some(agent) = gemini(&p, &api, Some(KEY)) else {
+        return;
+    };
+    settings(&p, true);
+    let mut h = parley(&[agent], json!({"turnSilenceWarning": "2s"}));
+
+    // 1. A full turn, the edit allowed.
+    h.core.chat.send("gemini", "Edit notes.txt").expect("send");
+    let asked = h.answer_next("allow_once").await;
+    // gemini announces its edit only in the request: the diff is there.
+    assert_eq!(asked.tool_call.diffs.len(), 1, "{asked:#?}");
+    assert!(asked.tool_call.diffs[0].new_text.contains("line 2 (edited)"));
+    h.turn_ends("gemini").await;
+    let m = h.answer("gemini");
+    assert_eq!(stop(&m), "end_turn", "{m:#?}");
+    assert_eq!(p.notes_text(), "line one\nline 2 (edited)\nline three\n");
+    none_open(&m);
+    assert_eq!(
+        tool(&m, "read").status,
+        agent_client_protocol_schema::v1::ToolCallStatus::Completed
+    );
+    assert_eq!(tool(&m, "edit").diffs.len(), 1);
+    assert_eq!(tool(&m, "execute").title, "echo hi");
+    assert!(m.text().contains("## Done"), "{m:#?}");
+    // The thought came without a subject: gemini sent `****` (the window
+    // draws none of it, see ui::markdown::thought).
+    assert!(
+        m.parts.iter().any(|p| matches!(p, parley::core::chat::message::Part::Thought { text } if text.contains("Checking the result"))),
+        "{m:#?}"
+    );
+    // What the agent sent the model: the file it read, in the next request.
+    let main = api.main_requests();
+    assert!(main.len() >= 4, "{} main requests", main.len());
+    assert!(
+        main[1].body.to_string().contains("line two"),
+        "the read's result is not sent back"
+    );
+    assert_eq!(main[0].header("x-goog-api-key"), Some(KEY));
+    // Usage from the prompt result's `_meta.quota`, where it parses.
+    // (No assertion on the window here: see docs/agents.md.)
+
+    // 2. The same, rejected: nothing changes and no call stays open.
+    api.set_script(vec![
+        Reply::tool("read_file", json!({"file_path": "notes.txt"})),
+        Reply::tool(
+            "replace",
+            json!({"file_path": p.notes().display().to_string(), "instruction": "Change",
+                "old_string": "line one", "new_string": "line 1"}),
+        ),
+        Reply::text("Not changed, as you asked."),
+    ]);
+    h.core.chat.send("gemini", "Edit notes.txt again").expect("send");
+    h.answer_next("reject_once").await;
+    h.turn_ends("gemini").await;
+    let m = h.answer("gemini");
+    assert_eq!(stop(&m), "end_turn", "{m:#?}");
+    assert_eq!(p.notes_text(), "line one\nline 2 (edited)\nline three\n");
+    none_open(&m);
+    let edit = tool(&m, "edit");
+    assert_eq!(wire(&edit.status), "failed");
+    assert!(edit.output.contains("permission was refused"), "{edit:#?}");
+
+    // 3. Cancel in the middle of a long answer.
+    api.set_script(vec![Reply::slow(300, Duration::from_millis(50))]);
+    h.core.chat.send("gemini", "Tell me a long story").expect("send");
+    h.some_text("gemini").await;
+    h.core.chat.cancel("gemini").expect("cancel");
+    h.turn_ends("gemini").await;
+    assert_eq!(stop(&h.answer("gemini")), "cancelled");
+
+    // 4. A broken provider: each ends in gemini's own error, shown, and
+    // the conversation goes on.
+    api.set_script(vec![Reply::text("Back again.")]);
+    for (reply, words) in [
+        (Reply::status(500), ["the stand-in answers 500", "error 500"]),
+        (
+            Reply::Status {
+                code: 429,
+                retry_after: Some(1),
+            },
+            ["the stand-in answers 429", "error 429"],
+        ),
+        // Where the stream broke: in the middle of an event's JSON.
+        (Reply::Cut, ["Incomplete JSON", "error 500"]),
+    ] {
+        api.next(reply);
+        h.core.chat.send("gemini", "Hello?").expect("send");
+        h.turn_ends("gemini").await;
+        let m = h.answer("gemini");
+        let error = m.error.clone().unwrap_or_default();
+        assert!(
+            words.iter().all(|w| error.contains(w)),
+            "expected {words:?} in {m:#?}"
+        );
+    }
+    // A provider that never answers: the watchdog marks the turn, and
+    // Cancel ends it.
+    api.next(Reply::Hang);
+    h.core.chat.send("gemini", "Are you there?").expect("send");
+    h.wait_for(
+        "the turn marked not responding",
+        Duration::from_secs(30),
+        |e| matches!(e, Event::TurnStalled(s) if s.agent == "gemini" && s.stalled),
+    )
+    .await;
+    h.core.chat.cancel("gemini").expect("cancel");
+    h.turn_ends("gemini").await;
+    assert_eq!(stop(&h.answer("gemini")), "cancelled");
+    // A tool use that names a file outside the cwd: gemini refuses it
+    // itself, the model hears why, and the turn ends.
+    let outside = p.home.path().join("secret.txt");
+    std::fs::write(&outside, "do not read").expect("outside");
+    api.set_script(vec![
+        Reply::tool("read_file", json!({"file_path": outside.display().to_string()})),
+        Reply::text("I could not read it."),
+    ]);
+    let before = api.main_requests().len();
+    h.core.chat.send("gemini", "Read the secret").expect("send");
+    h.turn_ends("gemini").await;
+    let m = h.answer("gemini");
+    assert_eq!(stop(&m), "end_turn", "{m:#?}");
+    let sent = api.main_requests()[before..]
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect::<String>();
+    assert!(
+        !sent.contains("do not read"),
+        "the file outside the cwd reached the model"
+    );
+    none_open(&m);
+
+    // 5. After a restart: gemini loads its session, or says why not (it
+    // cannot in the minute the session was made), with the detail.
+    api.set_script(vec![Reply::text("Still here.")]);
+    let id = h
+        .core
+        .conversation("gemini")
+        .expect("conversation")
+        .id
+        .expect("stored");
+    let mut h = h.restart().await;
+    h.core
+        .chat
+        .open("gemini", &id)
+        .await
+        .expect("open the conversation again");
+    h.core.chat.send("gemini", "And now?").expect("send");
+    h.turn_ends("gemini").await;
+    let conv = h.core.conversation("gemini").expect("conversation");
+    match conv.read_only {
+        Some(why) => {
+            eprintln!("gemini could not load its session: {why}");
+            assert!(
+                why.contains("No previous sessions found for this project."),
+                "{why}"
+            )
+        }
+        None => assert!(h.answer("gemini").text().contains("Still here."), "{conv:#?}"),
+    }
+}
+
+fn wire(s: &agent_client_protocol_schema::v1::ToolCallStatus) -> String {
+    parley::core::chat::message::wire_name(s)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_signs_in_with_its_api_key_method_and_answers() {
+    let p = Project::new();
+    let api = ModelApi::start(vec![Reply::text("Signed in and answering.")]);
+    let Some(agent) = gemini(&p, &api, None) else {
+        return;
+    };
+    settings(&p, false);
+    if !crate::auth::keyring_or_skip("gemini_signs_in").await {
+        return;
+    }
+    let mut h = parley(&[agent], json!({}));
+    h.core.chat.send("gemini", "hello").expect("send");
+    let status = h
+        .wait_for(
+            "gemini needs sign-in",
+            Duration::from_secs(60),
+            |e| matches!(e, Event::AuthChanged(s) if s.agent == "gemini" && s.needs_sign_in),
+        )
+        .await;
+    let Event::AuthChanged(status) = status else {
+        unreachable!("auth:changed")
+    };
+    assert!(
+        status.methods.iter().any(|m| m.id == "gemini-api-key"),
+        "{status:?}"
+    );
+    h.core
+        .sign_in(
+            "gemini",
+            "gemini-api-key",
+            vec![("GEMINI_API_KEY".into(), Secret::new(KEY.into()))],
+        )
+        .await
+        .expect("signed in");
+    h.turn_ends("gemini").await;
+    let m = h.answer("gemini");
+    assert!(m.text().contains("Signed in and answering."), "{m:#?}");
+    // The key reached the model's API from the agent, and is in Parley's
+    // files nowhere: only in the keyring.
+    assert!(api
+        .main_requests()
+        .iter()
+        .any(|r| r.header("x-goog-api-key") == Some(KEY)));
+    key_not_in(h.dir.path());
+    let _ = h.core.forget_keys("gemini").await;
+}
