@@ -20,6 +20,7 @@ mod model_api;
 mod processes;
 mod real_agents;
 mod real_claude;
+mod real_codex;
 mod real_gemini;
 mod registry;
 mod supervisor;

@@ -306,6 +306,16 @@ fn serve(stream: TcpStream, state: &Mutex<State>, stop: &AtomicBool) {
         };
         (reply, s.serial)
     };
+    // codex-acp 0.16 drops a command's last update when the next answer
+    // comes before it has passed it on: the next step waits a moment.
+    let last_item = body.get("input").and_then(Value::as_array).and_then(|i| i.last());
+    let after_tool = last_item
+        .and_then(|i| i.get("type"))
+        .and_then(Value::as_str)
+        .is_some_and(|t| t.ends_with("_output"));
+    if api == Some(Api::OpenAi) && after_tool {
+        std::thread::sleep(Duration::from_millis(400));
+    }
     let mut out = Out {
         stream: &stream,
         sse: false,

@@ -325,7 +325,7 @@ pub fn output_text(v: &serde_json::Value) -> String {
 /// hi"]`, of which the script is shown), else its `parsed_cmd[].cmd`.
 pub fn command_line(v: &serde_json::Value) -> Option<String> {
     use serde_json::Value;
-    let line = match v.get("command") {
+    let line = match v.get("command").or_else(|| v.get("cmd")) {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Array(args)) => {
             let args: Vec<&str> = args.iter().filter_map(Value::as_str).collect();
@@ -456,17 +456,15 @@ impl ToolCall {
     /// sends its commands' `rawInput` and no content): titled by its
     /// command line, as a terminal would show it.
     fn name_command(&mut self, raw_input: Option<&serde_json::Value>) {
-        if self.kind != acp::ToolKind::Execute && !self.title.trim().is_empty() {
-            return;
-        }
-        let Some(line) = raw_input.and_then(command_line) else {
-            return;
-        };
-        let generic = self.title.trim().is_empty()
+        let title = self.title.trim();
+        let generic = title.is_empty()
             || ["terminal", "run command", "shell", "exec_command", "bash"]
                 .iter()
-                .any(|g| self.title.trim().eq_ignore_ascii_case(g));
-        if generic {
+                .any(|g| title.eq_ignore_ascii_case(g));
+        if !generic {
+            return;
+        }
+        if let Some(line) = raw_input.and_then(command_line) {
             self.title = line;
         }
     }
@@ -529,6 +527,13 @@ mod tests {
             "rawInput": {"command": ["ls"]}}))
         .expect("an update");
         assert_eq!(ToolCall::from_update(&named).title, "List the files");
+        // codex-acp's replay of a stored session: `cmd`, and the tool's name.
+        let replayed: acp::ToolCallUpdate = serde_json::from_value(json!({
+            "toolCallId": "c3", "title": "exec_command", "rawInput": {"cmd": "cat notes.txt"},
+            "rawOutput": "Output:\nline one\n"}))
+        .expect("an update");
+        let call = ToolCall::from_update(&replayed);
+        assert_eq!((call.title.as_str(), call.output.as_str()), ("cat notes.txt", "Output:\nline one\n"));
     }
 
     #[test]

@@ -1,0 +1,153 @@
+//! codex-acp (Codex), doing real turns through Parley against the model-API
+//! stand-in (the OpenAI Responses API, as Codex uses it).
+
+use std::time::Duration;
+
+use parley::core::chat::message::wire_name;
+use parley::core::events::Event;
+use serde_json::json;
+
+use crate::model_api::{ModelApi, Reply};
+use crate::real_agents::*;
+
+/// `$CODEX_HOME/config.toml`: the stand-in as a model provider of the
+/// Responses API; a model of Codex's own catalogue (else `apply_patch` is
+/// not offered); no sandbox (there is no bubblewrap here, and every
+/// command would fail); `untrusted`, the one policy that asks for edits;
+/// one retry at most, so that a broken provider's error comes in seconds.
+fn codex_home(p: &Project, api: &ModelApi) -> String {
+    let home = p.home.path().join(".codex");
+    std::fs::create_dir_all(&home).expect("CODEX_HOME");
+    let config = format!(
+        r#"model = "gpt-5.3-codex"
+model_provider = "standin"
+approval_policy = "untrusted"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.standin]
+name = "Stand-in"
+base_url = "{}/v1"
+env_key = "STANDIN_API_KEY"
+wire_api = "responses"
+request_max_retries = 1
+stream_max_retries = 1
+stream_idle_timeout_ms = 10000
+supports_websockets = false
+"#,
+        api.url()
+    );
+    std::fs::write(home.join("config.toml"), config).expect("config.toml");
+    home.display().to_string()
+}
+
+fn codex(p: &Project, api: &ModelApi) -> Option<serde_json::Value> {
+    let bin = installed("codex", "codex-acp")?;
+    let env = [("CODEX_HOME", codex_home(p, api)), ("STANDIN_API_KEY", KEY.to_owned())];
+    Some(entry("codex", &bin, &[], p, &env))
+}
+
+const PATCH: &str = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-line two\n+line two (edited)\n*** End Patch\n";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
+    let p = Project::new();
+    let api = ModelApi::start(vec![
+        Reply::tool("exec_command", json!({"cmd": "cat notes.txt"})),
+        Reply::tool("apply_patch", json!(PATCH)),
+        Reply::tool("exec_command", json!({"cmd": "echo hi"})),
+        Reply::text("## Done\n\nI edited `notes.txt`:\n\n- changed **line two**\n- ran `echo hi`\n"),
+    ]);
+    let Some(agent) = codex(&p, &api) else { return };
+    let mut h = parley(&[agent], json!({"turnSilenceWarning": "2s"}));
+
+    // 1. A full turn, the edit allowed.
+    h.core.chat.send("codex", "Edit notes.txt").expect("send");
+    let asked = h.answer_next("allow_once").await;
+    assert_eq!(asked.tool_call.diffs.len(), 1, "{asked:#?}");
+    h.turn_ends("codex").await;
+    let m = h.answer("codex");
+    assert_eq!(stop(&m), "end_turn", "{m:#?}\n{}", h.log_of("codex"));
+    assert_eq!(p.notes_text(), "line one\nline two (edited)\nline three\n");
+    none_open(&m);
+    assert_eq!(tool(&m, "read").title, "Read notes.txt");
+    // The command: its command line as the title, a live terminal, and
+    // what it printed (not codex's whole rawOutput object).
+    let run = tool(&m, "execute");
+    assert_eq!(run.title, "echo hi");
+    assert_eq!(run.terminals.len(), 1, "{run:#?}");
+    if wire_name(&run.status) == "completed" {
+        assert_eq!(run.output.trim(), "hi", "{run:#?}");
+    }
+    assert!(!run.output.contains("call_id"), "{run:#?}");
+    assert!(m.text().contains("## Done"), "{m:#?}");
+    let main = api.main_requests();
+    assert!(main[1].body.to_string().contains("line two"), "the read's result is not sent back");
+    assert_eq!(main[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+
+    // 2. The same, rejected: codex ends the turn and sends no last status;
+    // Parley closes the call, saying why.
+    api.set_script(vec![
+        Reply::tool("apply_patch", json!(PATCH.replace("line two", "line one"))),
+        Reply::text("Not reached."),
+    ]);
+    h.core.chat.send("codex", "Edit it again").expect("send");
+    h.answer_next("reject_once").await;
+    h.turn_ends("codex").await;
+    let m = h.answer("codex");
+    assert_eq!(stop(&m), "cancelled", "{m:#?}");
+    assert_eq!(p.notes_text(), "line one\nline two (edited)\nline three\n");
+    none_open(&m);
+    let edit = tool(&m, "edit");
+    assert_eq!(wire_name(&edit.status), "failed");
+    assert!(edit.output.contains("permission was refused"), "{edit:#?}");
+
+    // 3. Cancel in the middle of a long answer.
+    api.set_script(vec![Reply::slow(300, Duration::from_millis(50))]);
+    h.core.chat.send("codex", "Tell me a long story").expect("send");
+    h.some_text("codex").await;
+    h.core.chat.cancel("codex").expect("cancel");
+    h.turn_ends("codex").await;
+    assert_eq!(stop(&h.answer("codex")), "cancelled");
+
+    // 4. A broken provider (every attempt): codex's own error, shown, and
+    // the conversation goes on.
+    for (reply, words) in [
+        (Reply::status(500), "high demand"),
+        (Reply::Status { code: 429, retry_after: Some(1) }, "429"),
+        (Reply::Cut, "stream disconnected before completion"),
+    ] {
+        api.set_script(vec![reply]);
+        h.core.chat.send("codex", "Hello?").expect("send");
+        h.turn_ends("codex").await;
+        let m = h.answer("codex");
+        let error = m.error.clone().unwrap_or_default();
+        assert!(error.contains(words), "expected {words:?} in {m:#?}");
+    }
+    // A provider that never answers: the watchdog marks the turn, and
+    // Cancel ends it.
+    api.set_script(vec![Reply::Hang]);
+    h.core.chat.send("codex", "Are you there?").expect("send");
+    h.wait_for("the turn marked not responding", Duration::from_secs(30), |e| {
+        matches!(e, Event::TurnStalled(s) if s.agent == "codex" && s.stalled)
+    })
+    .await;
+    h.core.chat.cancel("codex").expect("cancel");
+    h.turn_ends("codex").await;
+    assert_eq!(stop(&h.answer("codex")), "cancelled");
+
+    // 5. After a restart: codex resumes its session, and the model hears
+    // the whole conversation.
+    api.set_script(vec![Reply::text("Still here.")]);
+    let before = api.main_requests().len();
+    let id = h.core.conversation("codex").expect("conversation").id.expect("stored");
+    let mut h = h.restart().await;
+    h.core.chat.open("codex", &id).await.expect("open the conversation again");
+    h.core.chat.send("codex", "And now?").expect("send");
+    h.turn_ends("codex").await;
+    let m = h.answer("codex");
+    assert!(m.text().contains("Still here."), "{m:#?}\n{}", h.log_of("codex"));
+    let after = api.main_requests();
+    let last = after[before..].last().expect("a request after the restart");
+    assert!(last.body.to_string().contains("Edit notes.txt"), "the resumed session lost the first turn");
+}
