@@ -2159,6 +2159,12 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
 #[path = "support/registry_server.rs"]
 mod registry_server;
 
+#[path = "support/model_api.rs"]
+mod model_api;
+
+#[path = "ui/real_agents.rs"]
+mod real_agents;
+
 /// Add Agent: the empty sidebar's button, the registry's list (icons,
 /// versions, licences, "Added"), search, an install that ends on the
 /// agent's sign-in page, and Remove Agent… putting the file back.
@@ -3005,6 +3011,7 @@ fn main() {
         ("ui::slash_command_completion", slash_command_completion),
         ("ui::pickers_and_attachments", pickers_and_attachments),
         ("ui::claude_pickers", claude_pickers),
+        ("ui::claude_full_turn", real_agents::claude_full_turn),
         (
             "ui::conversations_list_search_and_find",
             conversations_list_search_and_find,

@@ -870,8 +870,10 @@ fn gemini(out: &mut Out<'_>, reply: &Reply, serial: u64) -> std::io::Result<()> 
     }
 }
 
+// Run in the integration tests (the window's test binary has no harness).
 #[cfg(test)]
 mod tests {
+    #[allow(unused_imports)]
     use super::*;
 
     #[test]
