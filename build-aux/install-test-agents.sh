@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs ACP agents that nobody here wrote, for the tests, into a cache
 # outside the repository: the Python SDK's example echo agent (from PyPI),
-# Gemini CLI, claude-agent-acp and codex-acp (from npm).
+# Gemini CLI, claude-agent-acp and codex-acp (from npm). The three from npm
+# do real turns against the model-API stand-in (docs/agents.md says which
+# versions were tried: codex-acp 0.16.0 and Gemini CLI 0.61.0 are the
+# newest; claude-agent-acp stays at 0.49.0, see there).
 # Prints SKIP with the reason when the registry cannot be reached; the tests
 # that need an agent then skip with that reason too.
 set -uo pipefail
@@ -27,7 +30,7 @@ if [ ! -f "$venv/agent-script" ]; then
   fi
   rm -rf "$tmp"
 fi
-# A real agent's handshake without credentials: Gemini CLI (from npm).
+# Gemini CLI (from npm).
 gemini_version=0.61.0
 if [ ! -x "$cache/gemini/node_modules/.bin/gemini" ]; then
   if command -v npm >/dev/null 2>&1 && npm install --silent --no-audit --no-fund --prefix "$cache/gemini" "@google/gemini-cli@$gemini_version" >/dev/null 2>&1; then
@@ -36,7 +39,7 @@ if [ ! -x "$cache/gemini/node_modules/.bin/gemini" ]; then
     echo "SKIP: Gemini CLI could not be installed (no npm, or no registry)"
   fi
 fi
-# Two more that sign in in other ways (terminal and env_var methods).
+# Two more, which sign in in other ways (terminal and env_var methods).
 install_npm() { # DIR PACKAGE VERSION BIN
   if [ ! -x "$cache/$1/node_modules/.bin/$4" ]; then
     if command -v npm >/dev/null 2>&1 && npm install --silent --no-audit --no-fund --prefix "$cache/$1" "$2@$3" >/dev/null 2>&1; then

@@ -53,7 +53,13 @@ async fn claude_edits_asks_runs_plans_cancels_fails_clearly_and_resumes() {
     let Some(agent) = claude(&p, &api) else { return };
     let mut h = parley(&[agent], json!({"turnSilenceWarning": "2s"}));
 
-    // 1. A full turn, the edit allowed.
+    // 1. A full turn, the edit allowed. (Newer releases start in `auto`,
+    // which asks for nothing: the mode that asks is chosen first.)
+    h.core
+        .chat
+        .set_option("claude", "mode", json!("default"))
+        .await
+        .expect("the default mode");
     h.core.chat.send("claude", "Edit notes.txt").expect("send");
     let asked = h.answer_next("allow_once").await;
     assert_eq!(asked.tool_call.diffs.len(), 1, "{asked:#?}");
@@ -160,7 +166,7 @@ async fn claude_edits_asks_runs_plans_cancels_fails_clearly_and_resumes() {
     let manual = asked
         .options
         .iter()
-        .find(|o| o.option_id == "default")
+        .find(|o| o.name.contains("manually approve edits"))
         .unwrap_or_else(|| panic!("no 'manually approve' option: {asked:#?}"));
     h.core
         .chat

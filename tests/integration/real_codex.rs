@@ -43,11 +43,15 @@ supports_websockets = false
 
 fn codex(p: &Project, api: &ModelApi) -> Option<serde_json::Value> {
     let bin = installed("codex", "codex-acp")?;
-    let env = [("CODEX_HOME", codex_home(p, api)), ("STANDIN_API_KEY", KEY.to_owned())];
+    let env = [
+        ("CODEX_HOME", codex_home(p, api)),
+        ("STANDIN_API_KEY", KEY.to_owned()),
+    ];
     Some(entry("codex", &bin, &[], p, &env))
 }
 
-const PATCH: &str = "*** Begin Patch\n*** Update File: notes.txt\n@@\n-line two\n+line two (edited)\n*** End Patch\n";
+const PATCH: &str =
+    "*** Begin Patch\n*** Update File: notes.txt\n@@\n-line two\n+line two (edited)\n*** End Patch\n";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
@@ -82,8 +86,14 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
     assert!(!run.output.contains("call_id"), "{run:#?}");
     assert!(m.text().contains("## Done"), "{m:#?}");
     let main = api.main_requests();
-    assert!(main[1].body.to_string().contains("line two"), "the read's result is not sent back");
-    assert_eq!(main[0].header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert!(
+        main[1].body.to_string().contains("line two"),
+        "the read's result is not sent back"
+    );
+    assert_eq!(
+        main[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
 
     // 2. The same, rejected: codex ends the turn and sends no last status;
     // Parley closes the call, saying why.
@@ -114,7 +124,13 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
     // the conversation goes on.
     for (reply, words) in [
         (Reply::status(500), "high demand"),
-        (Reply::Status { code: 429, retry_after: Some(1) }, "429"),
+        (
+            Reply::Status {
+                code: 429,
+                retry_after: Some(1),
+            },
+            "429",
+        ),
         (Reply::Cut, "stream disconnected before completion"),
     ] {
         api.set_script(vec![reply]);
@@ -128,9 +144,11 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
     // Cancel ends it.
     api.set_script(vec![Reply::Hang]);
     h.core.chat.send("codex", "Are you there?").expect("send");
-    h.wait_for("the turn marked not responding", Duration::from_secs(30), |e| {
-        matches!(e, Event::TurnStalled(s) if s.agent == "codex" && s.stalled)
-    })
+    h.wait_for(
+        "the turn marked not responding",
+        Duration::from_secs(30),
+        |e| matches!(e, Event::TurnStalled(s) if s.agent == "codex" && s.stalled),
+    )
     .await;
     h.core.chat.cancel("codex").expect("cancel");
     h.turn_ends("codex").await;
@@ -140,14 +158,26 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
     // the whole conversation.
     api.set_script(vec![Reply::text("Still here.")]);
     let before = api.main_requests().len();
-    let id = h.core.conversation("codex").expect("conversation").id.expect("stored");
+    let id = h
+        .core
+        .conversation("codex")
+        .expect("conversation")
+        .id
+        .expect("stored");
     let mut h = h.restart().await;
-    h.core.chat.open("codex", &id).await.expect("open the conversation again");
+    h.core
+        .chat
+        .open("codex", &id)
+        .await
+        .expect("open the conversation again");
     h.core.chat.send("codex", "And now?").expect("send");
     h.turn_ends("codex").await;
     let m = h.answer("codex");
     assert!(m.text().contains("Still here."), "{m:#?}\n{}", h.log_of("codex"));
     let after = api.main_requests();
     let last = after[before..].last().expect("a request after the restart");
-    assert!(last.body.to_string().contains("Edit notes.txt"), "the resumed session lost the first turn");
+    assert!(
+        last.body.to_string().contains("Edit notes.txt"),
+        "the resumed session lost the first turn"
+    );
 }

@@ -1,13 +1,14 @@
 //! The window with real agents (from build-aux/install-test-agents.sh)
 //! working against the model-API stand-in: what their users see.
 
-use super::*;
 use super::model_api::{ModelApi, Reply};
+use super::*;
 use serde_json::json;
 
 /// claude-agent-acp in a project of its own, as the agent `demo`.
 fn claude_config(api: &ModelApi, home: &std::path::Path, cwd: &std::path::Path) -> Option<String> {
-    let bin = PathBuf::from(std::env::var_os("PARLEY_TEST_AGENTS")?).join("claude/node_modules/.bin/claude-agent-acp");
+    let bin = PathBuf::from(std::env::var_os("PARLEY_TEST_AGENTS")?)
+        .join("claude/node_modules/.bin/claude-agent-acp");
     if !bin.exists() {
         return None;
     }

@@ -533,7 +533,10 @@ mod tests {
             "rawOutput": "Output:\nline one\n"}))
         .expect("an update");
         let call = ToolCall::from_update(&replayed);
-        assert_eq!((call.title.as_str(), call.output.as_str()), ("cat notes.txt", "Output:\nline one\n"));
+        assert_eq!(
+            (call.title.as_str(), call.output.as_str()),
+            ("cat notes.txt", "Output:\nline one\n")
+        );
     }
 
     #[test]
