@@ -4,6 +4,7 @@
 
 mod attachments;
 mod client;
+mod closing;
 pub mod controls;
 pub mod conversations;
 mod elicitation;
@@ -258,54 +259,6 @@ enum TurnEnd {
     Error(String),
     /// The agent wants a sign-in first (its words).
     SignIn(String),
-}
-
-/// When a turn ends, no tool call of it stays open: codex-acp and
-/// gemini-cli send no last status for a call whose permission was
-/// refused, and an agent that is cancelled or fails may leave any call
-/// `pending` or `in_progress`. Each becomes `failed`, with why as its
-/// output where it has none. `current` is the turn's answer (emitted by
-/// the caller); the other messages of the turn that changed are returned.
-fn close_open_tools(c: &mut Conv, current: usize, cancelled: bool) -> Vec<Message> {
-    // The turn began after the last user message before its answer (the
-    // queued ones a Cancel dropped come after it).
-    let turn_start = c.messages[..current.min(c.messages.len())]
-        .iter()
-        .rposition(|m| m.role == Role::User && !m.queued)
-        .map_or(0, |i| i + 1);
-    let mut changed = Vec::new();
-    for (mi, m) in c.messages.iter_mut().enumerate().skip(turn_start) {
-        let mut touched = false;
-        for part in &mut m.parts {
-            let Part::Tool(t) = part else { continue };
-            if !matches!(
-                t.status,
-                acp::ToolCallStatus::Pending | acp::ToolCallStatus::InProgress
-            ) {
-                continue;
-            }
-            let why = if c.rejected.contains(&t.id) {
-                gettext("Not run: the permission was refused.")
-            } else {
-                if cancelled {
-                    gettext("Not finished: the turn was cancelled.")
-                } else {
-                    gettext("Not finished: the turn ended before the agent said how it went.")
-                }
-            };
-            t.status = acp::ToolCallStatus::Failed;
-            if t.output.is_empty() {
-                t.output = why;
-            } else {
-                t.output = format!("{}\n{why}", t.output);
-            }
-            touched = true;
-        }
-        if touched && mi != current {
-            changed.push(m.clone());
-        }
-    }
-    changed
 }
 
 impl Chat {
@@ -846,7 +799,7 @@ impl Chat {
             TurnEnd::Error(e) | TurnEnd::SignIn(e) => m.error = Some(e),
         }
         m.done = true;
-        let closed = close_open_tools(c, i, cancelled);
+        let closed = closing::close_open_tools(c, i, cancelled);
         let Some(m) = c.messages.get(i) else { return };
         let m = m.clone();
         c.unseen = Some((m.id.clone(), std::time::SystemTime::now()));
