@@ -47,6 +47,8 @@ pub struct Harness {
     pub rx: EventReceiver,
     pub seen: Vec<Event>,
     pub dir: tempfile::TempDir,
+    /// Kept for a restart (a real agent's start needs the spec's).
+    pub timings: Timings,
 }
 
 /// Waits until the history's lock is free. The quit Parley let go of it,
@@ -94,26 +96,44 @@ impl Harness {
         .expect("core");
         // The initial states are history: waits look at what comes after.
         let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-        Harness { core, rx, seen, dir }
+        Harness {
+            core,
+            rx,
+            seen,
+            dir,
+            timings,
+        }
     }
 
     /// Quits this Parley and starts another on the same configuration and
     /// history (its agents are new processes).
     pub async fn restart(self) -> Harness {
         self.core.shutdown().await;
-        let Harness { core, rx, dir, .. } = self;
+        let Harness {
+            core,
+            rx,
+            dir,
+            timings,
+            ..
+        } = self;
         drop((core, rx));
         lock_let_go(&dir.path().join("history.sqlite3.lock")).await;
         let (core, rx) = Core::new(Options {
             config_path: Some(dir.path().join("config.json")),
-            timings: fast(),
+            timings,
             spawn_prefix: Vec::new(),
             watch: false,
             history: Some(dir.path().join("history.sqlite3")),
         })
         .expect("core");
         let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-        Harness { core, rx, seen, dir }
+        Harness {
+            core,
+            rx,
+            seen,
+            dir,
+            timings,
+        }
     }
 
     /// Waits for an event matching `pred` (events before it are kept in `seen`).

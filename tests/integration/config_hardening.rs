@@ -24,7 +24,13 @@ fn harness_on(dir: tempfile::TempDir, watch: bool) -> Harness {
     })
     .expect("core");
     let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-    Harness { core, rx, seen, dir }
+    Harness {
+        core,
+        rx,
+        seen,
+        dir,
+        timings: fast(),
+    }
 }
 
 /// `dir/config.json` → a file in another directory holding `text`; returns

@@ -627,7 +627,13 @@ async fn without_a_history_the_conversation_goes_on_in_memory() {
             .is_some_and(|e| e.contains("cannot be opened")),
         "{told:?}"
     );
-    let mut h = Harness { core, rx, seen, dir };
+    let mut h = Harness {
+        core,
+        rx,
+        seen,
+        dir,
+        timings: fast(),
+    };
     said(&mut h, "a", "echo still here").await;
     assert!(texts(&h, "a")[1].1.contains("still here"));
     assert!(matches!(

@@ -107,6 +107,28 @@ impl Harness {
         .await;
     }
 
+    /// Waits until the conversation has answered the message just sent:
+    /// not busy, and its last message the agent's (or it is read-only).
+    /// After a restart, opening and loading also send `turn:changed`.
+    pub async fn answered(&mut self, agent: &str) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let conv = self.core.conversation(agent).expect("conversation");
+            let last_is_answer = conv
+                .messages
+                .last()
+                .is_some_and(|m| m.role == Role::Agent && m.done);
+            if !conv.busy && (last_is_answer || conv.read_only.is_some()) {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{agent} never answered: {conv:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// The agent's log (stderr and Parley's lines), for a failure's message.
     pub fn log_of(&self, agent: &str) -> String {
         self.core.supervisor.logs(agent).unwrap_or_default().join("\n")

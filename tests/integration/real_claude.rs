@@ -243,7 +243,7 @@ async fn claude_edits_asks_runs_plans_cancels_fails_clearly_and_resumes() {
         .await
         .expect("open the conversation again");
     h.core.chat.send("claude", "And now?").expect("send");
-    h.turn_ends("claude").await;
+    h.answered("claude").await;
     let m = h.answer("claude");
     assert!(m.text().contains("Still here."), "{m:#?}");
     let after = api.main_requests();

@@ -41,6 +41,17 @@ supports_websockets = false
     home.display().to_string()
 }
 
+/// The same provider, authenticated the way Codex's own sign-in does:
+/// `requires_openai_auth` sends the key that `authenticate` stored.
+fn codex_home_signed_in(p: &Project, api: &ModelApi) -> String {
+    let home = codex_home(p, api);
+    let config = std::path::Path::new(&home).join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap_or_default();
+    let text = text.replace("env_key = \"STANDIN_API_KEY\"", "requires_openai_auth = true");
+    std::fs::write(&config, text).expect("config.toml");
+    home
+}
+
 fn codex(p: &Project, api: &ModelApi) -> Option<serde_json::Value> {
     let bin = installed("codex", "codex-acp")?;
     let env = [
@@ -171,7 +182,7 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
         .await
         .expect("open the conversation again");
     h.core.chat.send("codex", "And now?").expect("send");
-    h.turn_ends("codex").await;
+    h.answered("codex").await;
     let m = h.answer("codex");
     assert!(m.text().contains("Still here."), "{m:#?}\n{}", h.log_of("codex"));
     let after = api.main_requests();
@@ -180,4 +191,56 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
         last.body.to_string().contains("Edit notes.txt"),
         "the resumed session lost the first turn"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_signs_in_with_its_key_method_and_the_key_reaches_the_model() {
+    let p = Project::new();
+    let api = ModelApi::start(vec![Reply::text("Signed in and answering.")]);
+    let Some(bin) = installed("codex", "codex-acp") else {
+        return;
+    };
+    if !crate::auth::keyring_or_skip("codex_signs_in").await {
+        return;
+    }
+    let agent = entry(
+        "codex",
+        &bin,
+        &[],
+        &p,
+        &[("CODEX_HOME", codex_home_signed_in(&p, &api))],
+    );
+    let mut h = parley(&[agent], json!({}));
+    // codex-acp's own method: the key in its environment, then
+    // `authenticate`, which it answers by storing the key for its provider.
+    h.core
+        .sign_in(
+            "codex",
+            "codex-api-key",
+            vec![(
+                "CODEX_API_KEY".into(),
+                parley::core::auth::secrets::Secret::new(KEY.into()),
+            )],
+        )
+        .await
+        .expect("signed in");
+    h.core.chat.send("codex", "hello").expect("send");
+    h.turn_ends("codex").await;
+    let m = h.answer("codex");
+    assert!(
+        m.text().contains("Signed in and answering."),
+        "{m:#?}\n{}",
+        h.log_of("codex")
+    );
+    let bearer = format!("Bearer {KEY}");
+    assert!(
+        api.main_requests()
+            .iter()
+            .all(|r| r.header("authorization") == Some(bearer.as_str())),
+        "the key did not reach the model"
+    );
+    // In the keyring, and in none of Parley's files.
+    key_not_in(h.dir.path());
+    assert!(!h.core.auth_status("codex").expect("status").needs_sign_in);
+    let _ = h.core.forget_keys("codex").await;
 }

@@ -12,21 +12,20 @@ use crate::model_api::{ModelApi, Reply};
 use crate::real_agents::*;
 
 /// gemini's own settings: the API key's method, nothing that calls out, one
-/// attempt per request (its retries wait 5 s and more).
-fn settings(p: &Project, signed_in: bool) {
+/// attempt per request (its retries wait 5 s and more). Without the method
+/// chosen, gemini takes `GOOGLE_GEMINI_BASE_URL` for a gateway that needs
+/// no key at all.
+fn settings(p: &Project) {
     let dir = p.home.path().join(".gemini");
     std::fs::create_dir_all(&dir).expect(".gemini");
-    let mut s = json!({
+    let s = json!({
         "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false,
                     "checkpointing": {"enabled": false}, "maxAttempts": 1, "retryFetchErrors": false},
         "privacy": {"usageStatisticsEnabled": false},
         "telemetry": {"enabled": false},
         "ide": {"enabled": false},
-        "security": {"folderTrust": {"enabled": false}},
+        "security": {"folderTrust": {"enabled": false}, "auth": {"selectedType": "gemini-api-key"}},
     });
-    if signed_in {
-        s["security"]["auth"] = json!({"selectedType": "gemini-api-key"});
-    }
     std::fs::write(dir.join("settings.json"), s.to_string()).expect("settings.json");
 }
 
@@ -77,7 +76,7 @@ async fn gemini_edits_asks_runs_cancels_fails_clearly_and_loads() {
     let Some(agent) = gemini(&p, &api, Some(KEY)) else {
         return;
     };
-    settings(&p, true);
+    settings(&p);
     let mut h = parley(&[agent], json!({"turnSilenceWarning": "2s"}));
 
     // 1. A full turn, the edit allowed.
@@ -221,7 +220,7 @@ async fn gemini_edits_asks_runs_cancels_fails_clearly_and_loads() {
         .await
         .expect("open the conversation again");
     h.core.chat.send("gemini", "And now?").expect("send");
-    h.turn_ends("gemini").await;
+    h.answered("gemini").await;
     let conv = h.core.conversation("gemini").expect("conversation");
     match conv.read_only {
         Some(why) => {
@@ -246,7 +245,7 @@ async fn gemini_signs_in_with_its_api_key_method_and_answers() {
     let Some(agent) = gemini(&p, &api, None) else {
         return;
     };
-    settings(&p, false);
+    settings(&p);
     if !crate::auth::keyring_or_skip("gemini_signs_in").await {
         return;
     }
@@ -274,9 +273,17 @@ async fn gemini_signs_in_with_its_api_key_method_and_answers() {
         )
         .await
         .expect("signed in");
-    h.turn_ends("gemini").await;
-    let m = h.answer("gemini");
-    assert!(m.text().contains("Signed in and answering."), "{m:#?}");
+    // The message that waited for the sign-in is sent now, and answered.
+    let answered = h
+        .wait_for("gemini's answer", Duration::from_secs(60), |e| {
+            matches!(e, Event::MessageUpdated(u) if u.agent == "gemini"
+                && u.message.role == parley::core::chat::message::Role::Agent && u.message.done)
+        })
+        .await;
+    let Event::MessageUpdated(m) = answered else {
+        unreachable!("message:updated")
+    };
+    assert!(m.message.text().contains("Signed in and answering."), "{m:#?}");
     // The key reached the model's API from the agent, and is in Parley's
     // files nowhere: only in the keyring.
     assert!(api
