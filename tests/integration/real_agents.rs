@@ -13,6 +13,7 @@ use parley::core::events::Event;
 use serde_json::{json, Value};
 
 use crate::common::Harness;
+use crate::model_api::{ModelApi, Reply};
 
 /// The stand-in's key: a test looks for it where it must not be.
 pub const KEY: &str = "sk-standin-parley-0123456789";
@@ -245,4 +246,71 @@ pub fn key_not_in(dir: &Path) {
             entry.path().display()
         );
     }
+}
+
+/// Cancel in the middle of a long answer: the turn ends `cancelled`.
+pub async fn cancel_a_long_answer(h: &mut Harness, api: &ModelApi, agent: &str) {
+    api.set_script(vec![Reply::slow(300, Duration::from_millis(50))]);
+    h.core.chat.send(agent, "Tell me a long story").expect("send");
+    h.some_text(agent).await;
+    h.core.chat.cancel(agent).expect("cancel");
+    h.turn_ends(agent).await;
+    assert_eq!(stop(&h.answer(agent)), "cancelled");
+}
+
+/// A provider that never answers (every attempt): the watchdog marks the
+/// turn (`turn:stalled`, with `limits.turnSilenceWarning` short), and
+/// Cancel ends it.
+pub async fn a_silent_provider_is_seen_and_cancelled(h: &mut Harness, api: &ModelApi, agent: &str) {
+    api.set_script(vec![Reply::Hang]);
+    h.core.chat.send(agent, "Are you there?").expect("send");
+    let a = agent.to_owned();
+    h.wait_for(
+        "the turn marked not responding",
+        Duration::from_secs(30),
+        move |e| matches!(e, Event::TurnStalled(s) if s.agent == a && s.stalled),
+    )
+    .await;
+    h.core.chat.cancel(agent).expect("cancel");
+    h.turn_ends(agent).await;
+    assert_eq!(stop(&h.answer(agent)), "cancelled");
+}
+
+/// Quits Parley, starts it again, opens the agent's conversation and asks
+/// once more (the stand-in answers "Still here."). Returns the new Parley
+/// and the requests the agent sent the model after the restart.
+pub async fn after_a_restart(
+    h: Harness,
+    api: &ModelApi,
+    agent: &str,
+) -> (Harness, Vec<crate::model_api::Recorded>) {
+    api.set_script(vec![Reply::text("Still here.")]);
+    let before = api.main_requests().len();
+    let id = h
+        .core
+        .conversation(agent)
+        .expect("conversation")
+        .id
+        .expect("stored");
+    let mut h = h.restart().await;
+    h.core
+        .chat
+        .open(agent, &id)
+        .await
+        .expect("open the conversation again");
+    h.core.chat.send(agent, "And now?").expect("send");
+    h.answered(agent).await;
+    let after = api.main_requests().split_off(before);
+    (h, after)
+}
+
+/// The model heard the first turn again after a resume.
+pub fn heard_the_first_turn(agent: &str, h: &Harness, after: &[crate::model_api::Recorded]) {
+    let m = h.answer(agent);
+    assert!(m.text().contains("Still here."), "{m:#?}\n{}", h.log_of(agent));
+    let last = after.last().expect("a request after the restart");
+    assert!(
+        last.body.to_string().contains("Edit notes.txt"),
+        "the resumed session lost the first turn"
+    );
 }

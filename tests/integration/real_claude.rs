@@ -127,12 +127,7 @@ async fn claude_edits_asks_runs_plans_cancels_fails_clearly_and_resumes() {
     assert_eq!(wire_name(&tool(&m, "edit").status), "failed");
 
     // 3. Cancel in the middle of a long answer.
-    api.set_script(vec![Reply::slow(300, Duration::from_millis(50))]);
-    h.core.chat.send("claude", "Tell me a long story").expect("send");
-    h.some_text("claude").await;
-    h.core.chat.cancel("claude").expect("cancel");
-    h.turn_ends("claude").await;
-    assert_eq!(stop(&h.answer("claude")), "cancelled");
+    cancel_a_long_answer(&mut h, &api, "claude").await;
 
     // 4. Plan mode: the mode picker follows the agent, a plan is shown,
     // and leaving plan mode is a permission with claude's own options.
@@ -212,44 +207,10 @@ async fn claude_edits_asks_runs_plans_cancels_fails_clearly_and_resumes() {
     h.core.chat.send("claude", "Hello again?").expect("send");
     h.turn_ends("claude").await;
     assert!(h.answer("claude").text().contains("Back again."));
-    // A provider that never answers: the watchdog marks the turn, and
-    // Cancel ends it.
-    api.next(Reply::Hang);
-    h.core.chat.send("claude", "Are you there?").expect("send");
-    h.wait_for(
-        "the turn marked not responding",
-        Duration::from_secs(30),
-        |e| matches!(e, Event::TurnStalled(s) if s.agent == "claude" && s.stalled),
-    )
-    .await;
-    h.core.chat.cancel("claude").expect("cancel");
-    h.turn_ends("claude").await;
-    assert_eq!(stop(&h.answer("claude")), "cancelled");
+    a_silent_provider_is_seen_and_cancelled(&mut h, &api, "claude").await;
 
     // 6. After a restart: claude resumes its session, and the model hears
     // the whole conversation.
-    api.set_script(vec![Reply::text("Still here.")]);
-    let before = api.main_requests().len();
-    let id = h
-        .core
-        .conversation("claude")
-        .expect("conversation")
-        .id
-        .expect("stored");
-    let mut h = h.restart().await;
-    h.core
-        .chat
-        .open("claude", &id)
-        .await
-        .expect("open the conversation again");
-    h.core.chat.send("claude", "And now?").expect("send");
-    h.answered("claude").await;
-    let m = h.answer("claude");
-    assert!(m.text().contains("Still here."), "{m:#?}");
-    let after = api.main_requests();
-    let last = after[before..].last().expect("a request after the restart");
-    assert!(
-        last.body.to_string().contains("Edit notes.txt"),
-        "the resumed session lost the first turn"
-    );
+    let (h, after) = after_a_restart(h, &api, "claude").await;
+    heard_the_first_turn("claude", &h, &after);
 }

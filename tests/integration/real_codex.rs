@@ -1,10 +1,7 @@
 //! codex-acp (Codex), doing real turns through Parley against the model-API
 //! stand-in (the OpenAI Responses API, as Codex uses it).
 
-use std::time::Duration;
-
 use parley::core::chat::message::wire_name;
-use parley::core::events::Event;
 use serde_json::json;
 
 use crate::model_api::{ModelApi, Reply};
@@ -124,12 +121,7 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
     assert!(edit.output.contains("permission was refused"), "{edit:#?}");
 
     // 3. Cancel in the middle of a long answer.
-    api.set_script(vec![Reply::slow(300, Duration::from_millis(50))]);
-    h.core.chat.send("codex", "Tell me a long story").expect("send");
-    h.some_text("codex").await;
-    h.core.chat.cancel("codex").expect("cancel");
-    h.turn_ends("codex").await;
-    assert_eq!(stop(&h.answer("codex")), "cancelled");
+    cancel_a_long_answer(&mut h, &api, "codex").await;
 
     // 4. A broken provider (every attempt): codex's own error, shown, and
     // the conversation goes on.
@@ -151,46 +143,12 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
         let error = m.error.clone().unwrap_or_default();
         assert!(error.contains(words), "expected {words:?} in {m:#?}");
     }
-    // A provider that never answers: the watchdog marks the turn, and
-    // Cancel ends it.
-    api.set_script(vec![Reply::Hang]);
-    h.core.chat.send("codex", "Are you there?").expect("send");
-    h.wait_for(
-        "the turn marked not responding",
-        Duration::from_secs(30),
-        |e| matches!(e, Event::TurnStalled(s) if s.agent == "codex" && s.stalled),
-    )
-    .await;
-    h.core.chat.cancel("codex").expect("cancel");
-    h.turn_ends("codex").await;
-    assert_eq!(stop(&h.answer("codex")), "cancelled");
+    a_silent_provider_is_seen_and_cancelled(&mut h, &api, "codex").await;
 
     // 5. After a restart: codex resumes its session, and the model hears
     // the whole conversation.
-    api.set_script(vec![Reply::text("Still here.")]);
-    let before = api.main_requests().len();
-    let id = h
-        .core
-        .conversation("codex")
-        .expect("conversation")
-        .id
-        .expect("stored");
-    let mut h = h.restart().await;
-    h.core
-        .chat
-        .open("codex", &id)
-        .await
-        .expect("open the conversation again");
-    h.core.chat.send("codex", "And now?").expect("send");
-    h.answered("codex").await;
-    let m = h.answer("codex");
-    assert!(m.text().contains("Still here."), "{m:#?}\n{}", h.log_of("codex"));
-    let after = api.main_requests();
-    let last = after[before..].last().expect("a request after the restart");
-    assert!(
-        last.body.to_string().contains("Edit notes.txt"),
-        "the resumed session lost the first turn"
-    );
+    let (h, after) = after_a_restart(h, &api, "codex").await;
+    heard_the_first_turn("codex", &h, &after);
 }
 
 #[tokio::test(flavor = "multi_thread")]

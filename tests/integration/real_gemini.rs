@@ -136,12 +136,7 @@ async fn gemini_edits_asks_runs_cancels_fails_clearly_and_loads() {
     assert!(edit.output.contains("permission was refused"), "{edit:#?}");
 
     // 3. Cancel in the middle of a long answer.
-    api.set_script(vec![Reply::slow(300, Duration::from_millis(50))]);
-    h.core.chat.send("gemini", "Tell me a long story").expect("send");
-    h.some_text("gemini").await;
-    h.core.chat.cancel("gemini").expect("cancel");
-    h.turn_ends("gemini").await;
-    assert_eq!(stop(&h.answer("gemini")), "cancelled");
+    cancel_a_long_answer(&mut h, &api, "gemini").await;
 
     // 4. A broken provider: each ends in gemini's own error, shown, and
     // the conversation goes on.
@@ -168,19 +163,7 @@ async fn gemini_edits_asks_runs_cancels_fails_clearly_and_loads() {
             "expected {words:?} in {m:#?}"
         );
     }
-    // A provider that never answers: the watchdog marks the turn, and
-    // Cancel ends it.
-    api.next(Reply::Hang);
-    h.core.chat.send("gemini", "Are you there?").expect("send");
-    h.wait_for(
-        "the turn marked not responding",
-        Duration::from_secs(30),
-        |e| matches!(e, Event::TurnStalled(s) if s.agent == "gemini" && s.stalled),
-    )
-    .await;
-    h.core.chat.cancel("gemini").expect("cancel");
-    h.turn_ends("gemini").await;
-    assert_eq!(stop(&h.answer("gemini")), "cancelled");
+    a_silent_provider_is_seen_and_cancelled(&mut h, &api, "gemini").await;
     // A tool use that names a file outside the cwd: gemini refuses it
     // itself, the model hears why, and the turn ends.
     let outside = p.home.path().join("secret.txt");
@@ -206,21 +189,7 @@ async fn gemini_edits_asks_runs_cancels_fails_clearly_and_loads() {
 
     // 5. After a restart: gemini loads its session, or says why not (it
     // cannot in the minute the session was made), with the detail.
-    api.set_script(vec![Reply::text("Still here.")]);
-    let id = h
-        .core
-        .conversation("gemini")
-        .expect("conversation")
-        .id
-        .expect("stored");
-    let mut h = h.restart().await;
-    h.core
-        .chat
-        .open("gemini", &id)
-        .await
-        .expect("open the conversation again");
-    h.core.chat.send("gemini", "And now?").expect("send");
-    h.answered("gemini").await;
+    let (h, _) = after_a_restart(h, &api, "gemini").await;
     let conv = h.core.conversation("gemini").expect("conversation");
     match conv.read_only {
         Some(why) => {
