@@ -29,27 +29,6 @@ impl Harness {
             _ => unreachable!("the predicate matched auth:changed"),
         }
     }
-
-    /// A real agent without a network retries for a while before it
-    /// gives up: its turn gets longer than the demo agent's.
-    async fn wait_idle_long(&mut self, agent: &str) {
-        let a = agent.to_owned();
-        self.wait_for(
-            &format!("{agent} idle"),
-            Duration::from_secs(120),
-            move |e| matches!(e, Event::TurnChanged(t) if t.agent == a && !t.busy),
-        )
-        .await;
-    }
-
-    fn last_answer(&self, agent: &str) -> parley::core::chat::message::Message {
-        let conv = self.core.conversation(agent).expect("conversation");
-        conv.messages
-            .into_iter()
-            .rev()
-            .find(|m| m.role == Role::Agent)
-            .expect("an agent message")
-    }
 }
 
 /// Whether the keyring can be used here; with `PARLEY_TEST_KEYRING=1`
@@ -102,7 +81,7 @@ async fn an_agent_method_signs_in_and_the_waiting_message_is_sent_again() {
         .expect("signed in");
     h.wait_needs_sign_in("a", false).await;
     h.wait_idle("a").await;
-    let answer = h.last_answer("a");
+    let answer = h.answer("a");
     assert_eq!(answer.text(), "after sign-in");
     let conv = h.core.conversation("a").expect("conversation");
     assert_eq!(conv.messages.len(), 2, "sent again, once: {:?}", conv.messages);
@@ -248,7 +227,7 @@ async fn a_terminal_sign_in_restarts_the_agent_and_sends_the_message() {
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
     h.core.login_finished("t", status).await.expect("signed in");
     h.wait_idle("t").await;
-    assert_eq!(h.last_answer("t").text(), "signed in by terminal");
+    assert_eq!(h.answer("t").text(), "signed in by terminal");
     assert!(
         h.states("t").len() > generation_before,
         "restarted: {:?}",
@@ -379,7 +358,7 @@ async fn a_saved_key_goes_to_the_keyring_and_to_every_start_and_nowhere_else() {
         .await
         .expect("signed in");
     h.wait_idle("e").await;
-    assert_eq!(h.last_answer("e").text(), "with a key");
+    assert_eq!(h.answer("e").text(), "with a key");
     assert_eq!(
         h.core.auth_status("e").expect("status").saved_keys,
         ["DEMO_API_KEY"]
@@ -388,7 +367,7 @@ async fn a_saved_key_goes_to_the_keyring_and_to_every_start_and_nowhere_else() {
     h.core.supervisor.restart("e").await.expect("restart");
     h.core.chat.send("e", "echo after a restart").expect("send");
     h.wait_idle("e").await;
-    assert_eq!(h.last_answer("e").text(), "after a restart");
+    assert_eq!(h.answer("e").text(), "after a restart");
     // Nowhere else: not in an event, the log, the configuration, the list.
     let events: String = h
         .seen
@@ -552,10 +531,10 @@ async fn codex_with_a_fake_key_gets_past_authentication_to_a_network_error() {
         )
         .await
         .expect("past authentication");
-    h.wait_idle_long("codex").await;
+    h.turn_ends("codex").await;
     // No network here: the answer ends in an error that says so, not in a
     // sign-in.
-    let answer = h.last_answer("codex");
+    let answer = h.answer("codex");
     let error = answer.error.clone().unwrap_or_default();
     assert!(
         error.contains("stream disconnected") || error.contains("error sending request"),
@@ -607,7 +586,7 @@ async fn gemini_with_a_fake_key_gets_past_its_missing_key_message() {
     assert!(!h.core.auth_status("gemini").expect("status").needs_sign_in);
     // (Its retries do not heed session/cancel: the agent is stopped.)
     h.core.supervisor.stop("gemini").await.expect("stop");
-    h.wait_idle_long("gemini").await;
+    h.turn_ends("gemini").await;
     let conv = h.core.conversation("gemini").expect("conversation");
     let all = serde_json::to_string(&conv).unwrap_or_default();
     assert!(!all.contains("missing or not configured"), "{all}");

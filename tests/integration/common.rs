@@ -94,7 +94,12 @@ impl Harness {
             history: Some(dir.path().join("history.sqlite3")),
         })
         .expect("core");
-        // The initial states are history: waits look at what comes after.
+        Self::of(core, rx, dir, timings)
+    }
+
+    /// A harness on a core already made; the events it sent so far are
+    /// history: waits look at what comes after.
+    pub fn of(core: Core, rx: EventReceiver, dir: tempfile::TempDir, timings: Timings) -> Self {
         let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
         Harness {
             core,
@@ -126,14 +131,7 @@ impl Harness {
             history: Some(dir.path().join("history.sqlite3")),
         })
         .expect("core");
-        let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-        Harness {
-            core,
-            rx,
-            seen,
-            dir,
-            timings,
-        }
+        Self::of(core, rx, dir, timings)
     }
 
     /// Waits for an event matching `pred` (events before it are kept in `seen`).
@@ -231,6 +229,18 @@ impl Harness {
         self.wait_for(
             &format!("{agent} idle"),
             Duration::from_secs(30),
+            move |e| matches!(e, Event::TurnChanged(t) if t.agent == a && !t.busy),
+        )
+        .await;
+    }
+
+    /// Waits for the end of the agent's turn, for up to 2 minutes: a real
+    /// agent may retry its provider for a while before it ends.
+    pub async fn turn_ends(&mut self, agent: &str) {
+        let a = agent.to_owned();
+        self.wait_for(
+            &format!("{agent}'s turn to end"),
+            Duration::from_secs(120),
             move |e| matches!(e, Event::TurnChanged(t) if t.agent == a && !t.busy),
         )
         .await;

@@ -23,14 +23,7 @@ fn harness_on(dir: tempfile::TempDir, watch: bool) -> Harness {
         history: None,
     })
     .expect("core");
-    let seen: Vec<Event> = std::iter::from_fn(|| rx.try_recv().ok()).collect();
-    Harness {
-        core,
-        rx,
-        seen,
-        dir,
-        timings: fast(),
-    }
+    Harness::of(core, rx, dir, fast())
 }
 
 /// `dir/config.json` → a file in another directory holding `text`; returns

@@ -97,17 +97,6 @@ pub fn parley(agents: &[Value], limits: Value) -> Harness {
 }
 
 impl Harness {
-    /// Waits for the end of the agent's turn (a real agent's may retry).
-    pub async fn turn_ends(&mut self, agent: &str) {
-        let a = agent.to_owned();
-        self.wait_for(
-            &format!("{agent}'s turn to end"),
-            Duration::from_secs(120),
-            move |e| matches!(e, Event::TurnChanged(t) if t.agent == a && !t.busy),
-        )
-        .await;
-    }
-
     /// Waits until the conversation has answered the message just sent:
     /// not busy, and its last message the agent's (or it is read-only).
     /// After a restart, opening and loading also send `turn:changed`.
