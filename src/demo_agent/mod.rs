@@ -132,6 +132,7 @@ The model option's value demo-unavailable is always refused.
                        ignores SIGTERM, an unknown id; say what came back
   terminal-colors      a tool call showing a terminal with coloured output
   terminal-flood BYTES a tool call showing a terminal that prints BYTES bytes
+  terminal-race        four terminal/create written at once; says how many were made
   terminal-orphan MARK a terminal whose command leaves a grandchild (its
                        environment holds MARK), then wait a minute
   broken-chunks        chunks with a split surrogate pair, invalid UTF-8 and
@@ -937,6 +938,11 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
         }
         "terminal-flood" => {
             let said = terminals::flood(&agent, &sid, num(1, 10_000_000)).await;
+            agent.chunk(&sid, "agent_message_chunk", &said);
+            "end_turn".to_string()
+        }
+        "terminal-race" => {
+            let said = terminals::race(&agent, &sid).await;
             agent.chunk(&sid, "agent_message_chunk", &said);
             "end_turn".to_string()
         }

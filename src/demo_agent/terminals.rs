@@ -182,3 +182,16 @@ pub async fn orphan(agent: &Agent, sid: &str, mark: &str) -> String {
         Err(e) => e,
     }
 }
+
+/// `terminal-race`: four `terminal/create`s written back to back, none
+/// waiting for another's answer; says how many the client made, then
+/// releases them.
+pub async fn race(agent: &Agent, sid: &str) -> String {
+    let one = || create(agent, sid, "sleep", &["30"], json!({}));
+    let (a, b, c, d) = tokio::join!(one(), one(), one(), one());
+    let made: Vec<String> = [a, b, c, d].into_iter().filter_map(Result::ok).collect();
+    for id in &made {
+        call(agent, sid, "terminal/release", id).await;
+    }
+    format!("created {} of 4", made.len())
+}

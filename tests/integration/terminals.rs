@@ -141,3 +141,23 @@ fn sigkill_of_parley_leaves_no_terminal_behind() {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Creates written back to back, none waiting for another's answer: the
+/// cap holds (each takes its slot before it spawns), and a slot comes back
+/// with its terminal.
+#[tokio::test(flavor = "multi_thread")]
+async fn creates_at_once_never_pass_the_cap() {
+    for cap in [1, 2] {
+        let text = config_text(&[agent("a", "")], 4, "0").replace(
+            "\"maxRunningAgents\": 4",
+            &format!("\"maxRunningAgents\": 4, \"maxTerminalsPerAgent\": {cap}"),
+        );
+        let mut h = Harness::with(&text, fast(), false);
+        for _ in 0..3 {
+            h.core.chat.send("a", "terminal-race").expect("send");
+            h.wait_idle("a").await;
+            let said = answer(&h, "a");
+            assert_eq!(said, format!("created {cap} of 4"), "cap {cap}");
+        }
+    }
+}

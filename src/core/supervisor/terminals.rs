@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::process::ExitStatus;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use agent_client_protocol_schema::v1 as schema;
 use serde_json::{json, Value};
@@ -67,6 +67,19 @@ pub struct Terminals {
     cap: usize,
     timings: StopTimings,
     map: Mutex<HashMap<String, Arc<Term>>>,
+    /// Creates under way: counted against the cap from the check until the
+    /// terminal is in `map` (or its spawn failed), so that creates written
+    /// back to back cannot all pass the check while the first spawns.
+    reserved: AtomicUsize,
+}
+
+/// A slot taken against the cap; given back when dropped.
+struct Slot<'a>(&'a AtomicUsize);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// `exitCode` and `signal`, as ACP's `TerminalExitStatus`.
@@ -91,7 +104,19 @@ impl Terminals {
             cap,
             timings,
             map: Mutex::new(HashMap::new()),
+            reserved: AtomicUsize::new(0),
         }
+    }
+
+    /// Takes a slot if the terminals and the creates under way leave one.
+    /// The check and the count are one step: both under the map's lock.
+    fn reserve(&self) -> Option<Slot<'_>> {
+        let map = lock(&self.map);
+        if map.len() + self.reserved.load(Ordering::SeqCst) >= self.cap {
+            return None;
+        }
+        self.reserved.fetch_add(1, Ordering::SeqCst);
+        Some(Slot(&self.reserved))
     }
 
     fn get(&self, params: &Value) -> Result<Arc<Term>, RpcError> {
@@ -112,12 +137,12 @@ impl Terminals {
         def: &AgentDef,
         params: schema::CreateTerminalRequest,
     ) -> Result<Value, RpcError> {
-        if lock(&self.map).len() >= self.cap {
+        let Some(slot) = self.reserve() else {
             return Err(invalid(crate::i18n::gettext_f(
                 "too many terminals: the limit is {cap} per agent (limits.maxTerminalsPerAgent)",
                 &[("cap", &self.cap.to_string())],
             )));
-        }
+        };
         let base = def.working_dir();
         let cwd = match params.cwd {
             Some(c) if c.is_absolute() => c,
@@ -176,7 +201,10 @@ impl Terminals {
                 }),
             );
         });
+        // In the map before the slot is given back: never a moment in
+        // which it counts for neither.
         lock(&self.map).insert(id.clone(), term);
+        drop(slot);
         Ok(json!({"terminalId": id}))
     }
 
