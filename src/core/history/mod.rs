@@ -35,6 +35,9 @@ pub enum HistoryError {
     Io(#[from] std::io::Error),
     #[error("history: the file was written by a newer Parley (schema {found}, this one knows {known})")]
     Newer { found: i64, known: i64 },
+    /// A database, but not Parley's history: left exactly as it is.
+    #[error("history: {path} is not Parley's history ({why}); it is left as it is")]
+    Foreign { path: String, why: String },
 }
 
 /// What opening the file found that the user should hear of.
@@ -137,6 +140,21 @@ impl History {
             None => return Self::open_read_only(path).map(|h| (h, vec![OpenNotice::ReadOnly])),
         };
         let mut notices = Vec::new();
+        // Read first, changing nothing: a file that is not Parley's at a
+        // version it knows is never switched to WAL nor given tables.
+        match schema::check_untouched(path) {
+            Ok(()) | Err(schema::OpenError::Corrupt) => {}
+            Err(schema::OpenError::Sql(e)) => return Err(e.into()),
+            Err(schema::OpenError::Newer { found, known }) => {
+                return Err(HistoryError::Newer { found, known })
+            }
+            Err(schema::OpenError::Foreign(why)) => {
+                return Err(HistoryError::Foreign {
+                    path: path.display().to_string(),
+                    why,
+                })
+            }
+        }
         let conn = match schema::open_checked(path) {
             Ok(c) => c,
             Err(schema::OpenError::Corrupt) => {
@@ -145,7 +163,7 @@ impl History {
                 schema::open_checked(path).map_err(|e| match e {
                     schema::OpenError::Sql(e) => HistoryError::Sql(e),
                     schema::OpenError::Newer { found, known } => HistoryError::Newer { found, known },
-                    schema::OpenError::Corrupt => {
+                    schema::OpenError::Corrupt | schema::OpenError::Foreign(_) => {
                         HistoryError::Io(std::io::Error::other("still not a database"))
                     }
                 })?
@@ -153,6 +171,12 @@ impl History {
             Err(schema::OpenError::Sql(e)) => return Err(e.into()),
             Err(schema::OpenError::Newer { found, known }) => {
                 return Err(HistoryError::Newer { found, known })
+            }
+            Err(schema::OpenError::Foreign(why)) => {
+                return Err(HistoryError::Foreign {
+                    path: path.display().to_string(),
+                    why,
+                })
             }
         };
         let interrupted = conn.execute("UPDATE messages SET done = 1, interrupted = 1 WHERE done = 0", [])?;

@@ -71,7 +71,57 @@ pub enum OpenError {
         found: i64,
         known: i64,
     },
+    /// A database of another program, or of no version Parley wrote.
+    Foreign(String),
     Sql(rusqlite::Error),
+}
+
+/// The tables every version of Parley's history has.
+const OWN_TABLES: &[&str] = &["conversations", "messages", "parts"];
+
+/// Checks, on a read-only connection that changes nothing, that `path` is
+/// Parley's history at a version this Parley knows, or empty, or absent;
+/// and that a link there leads to such a file. Only then may
+/// [`open_checked`] write (WAL, migrations).
+pub fn check_untouched(path: &Path) -> Result<(), OpenError> {
+    let link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        // Absent (a dangling link too: SQLite would create its target).
+        Err(_) if link => return Err(OpenError::Foreign("a link to a file that does not exist".into())),
+        Err(_) => return Ok(()),
+    };
+    if !meta.is_file() {
+        return Err(OpenError::Foreign("not a regular file".into()));
+    }
+    if meta.len() == 0 {
+        return Ok(());
+    }
+    let read = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    let found: i64 = read.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    let tables: Vec<String> = read
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let ours = OWN_TABLES.iter().all(|t| tables.iter().any(|n| n == t));
+    match found {
+        f if f < 0 => Err(OpenError::Foreign(format!("schema version {f}"))),
+        // A new file that SQLite made but nothing filled yet.
+        0 if tables.is_empty() && !link => Ok(()),
+        0 => Err(OpenError::Foreign("another program's database".into())),
+        f if f > VERSION && ours => Err(OpenError::Newer {
+            found: f,
+            known: VERSION,
+        }),
+        f if f > VERSION => Err(OpenError::Foreign(format!(
+            "schema version {f}, without Parley's tables"
+        ))),
+        _ if ours => Ok(()),
+        _ => Err(OpenError::Foreign("another program's database".into())),
+    }
 }
 
 impl From<rusqlite::Error> for OpenError {

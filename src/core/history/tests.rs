@@ -227,3 +227,74 @@ fn a_failed_write_is_told_and_the_writer_goes_on() {
     assert!(h.writer().failure().is_none());
     assert_eq!(h.messages("c1").expect("messages").len(), 1);
 }
+
+/// A file Parley refuses keeps every byte: nothing is switched to WAL,
+/// no table is added, no side file is made.
+#[test]
+fn a_refused_file_is_not_changed_at_all() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let cases: [(&str, i64, &str); 4] = [
+        (
+            "newer",
+            99,
+            "CREATE TABLE conversations (id); CREATE TABLE messages (id); CREATE TABLE parts (id);",
+        ),
+        (
+            "negative",
+            -3,
+            "CREATE TABLE conversations (id); CREATE TABLE messages (id); CREATE TABLE parts (id);",
+        ),
+        ("foreign", 0, "CREATE TABLE bookmarks (url TEXT);"),
+        ("foreign-versioned", 1, "CREATE TABLE bookmarks (url TEXT);"),
+    ];
+    for (name, version, sql) in cases {
+        let path = dir.path().join(format!("{name}.sqlite3"));
+        let conn = rusqlite::Connection::open(&path).expect("another program's file");
+        conn.execute_batch(sql).expect("tables");
+        conn.pragma_update(None, "user_version", version)
+            .expect("version");
+        drop(conn);
+        let before = std::fs::read(&path).expect("bytes");
+        match History::open(&path) {
+            Ok(_) => panic!("{name}: opened"),
+            Err(HistoryError::Newer { found, .. }) => assert_eq!((name, found), ("newer", 99)),
+            Err(HistoryError::Foreign { why, .. }) => assert_ne!(name, "newer", "{why}"),
+            Err(e) => panic!("{name}: {e}"),
+        }
+        assert_eq!(std::fs::read(&path).expect("bytes"), before, "{name} was changed");
+        for side in ["-wal", "-shm"] {
+            let mut p = path.as_os_str().to_owned();
+            p.push(side);
+            assert!(!std::path::Path::new(&p).exists(), "{name}{side} was made");
+        }
+    }
+}
+
+/// `history.sqlite3` as a link: to another program's database, refused and
+/// that file untouched; to Parley's own history, followed.
+#[test]
+fn a_link_to_another_programs_database_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let other = dir.path().join("places.sqlite");
+    let conn = rusqlite::Connection::open(&other).expect("another program's file");
+    conn.execute_batch("CREATE TABLE moz_places (url TEXT);")
+        .expect("table");
+    drop(conn);
+    let before = std::fs::read(&other).expect("bytes");
+    let link = dir.path().join("history.sqlite3");
+    std::os::unix::fs::symlink(&other, &link).expect("link");
+    match History::open(&link) {
+        Err(HistoryError::Foreign { why, .. }) => assert!(why.contains("another program"), "{why}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("the link was followed into another program's file"),
+    }
+    assert_eq!(std::fs::read(&other).expect("bytes"), before);
+    // A link to a file of Parley's is fine.
+    let own = dir.path().join("kept.sqlite3");
+    drop(History::open(&own).expect("open"));
+    let link2 = dir.path().join("history2.sqlite3");
+    std::os::unix::fs::symlink(&own, &link2).expect("link");
+    let (h, _) = History::open(&link2).expect("Parley's own file through a link");
+    conversation(&h, "c1", "demo");
+    h.writer().flush().expect("written");
+}
