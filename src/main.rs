@@ -20,6 +20,10 @@ fn main() -> gtk::glib::ExitCode {
     parley::logging::init();
     parley::i18n::apply_language(configured_language().as_deref());
     parley::i18n::init(parley::i18n::LOCALEDIR);
+    if let Err(why) = parley::core::config::store::check_home() {
+        eprintln!("parley: {why}");
+        return gtk::glib::ExitCode::FAILURE;
+    }
     gtk::glib::set_application_name(&parley::i18n::gettext("Parley"));
     parley::ui::application::run()
 }

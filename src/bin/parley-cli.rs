@@ -63,6 +63,16 @@ fn main() -> ExitCode {
     parley::logging::init();
     parley::i18n::init(parley::i18n::LOCALEDIR);
     let args: Vec<String> = std::env::args().skip(1).collect();
+    let needs_files = !matches!(
+        args.first().map(String::as_str),
+        Some("validate" | "schema" | "--help" | "-h" | "help") | None
+    );
+    if needs_files {
+        if let Err(why) = parley::core::config::store::check_home() {
+            eprintln!("parley-cli: {why}");
+            return ExitCode::FAILURE;
+        }
+    }
     match args.first().map(String::as_str) {
         Some("validate") => match args.get(1) {
             Some(file) => validate(file),

@@ -17,6 +17,7 @@ mod history;
 mod launch;
 #[path = "../support/model_api.rs"]
 mod model_api;
+mod no_home;
 mod processes;
 mod real_agents;
 mod real_claude;

@@ -146,6 +146,35 @@ impl AgentDef {
         expand_dir(&self.cwd)
     }
 
+    /// The working directory the agent may start in, or why not: it must be
+    /// a directory, and without a home only an absolute `cwd` names one
+    /// (an agent never runs in `/` unless its `cwd` says so).
+    pub fn checked_working_dir(&self) -> Result<PathBuf, String> {
+        let cwd = self.cwd.trim();
+        if !Path::new(cwd).is_absolute() && home().is_none() {
+            return Err(crate::i18n::gettext(
+                "there is no home directory (HOME is not set and the password database names none), so the agent has no working directory: give it a cwd",
+            ));
+        }
+        let dir = self.working_dir();
+        let shown = dir.display().to_string();
+        match std::fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => Ok(dir),
+            Ok(_) => Err(crate::i18n::gettext_f(
+                "the working directory {cwd} is not a directory",
+                &[("cwd", &shown)],
+            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(crate::i18n::gettext_f(
+                "the working directory {cwd} does not exist",
+                &[("cwd", &shown)],
+            )),
+            Err(e) => Err(crate::i18n::gettext_f(
+                "the working directory {cwd} cannot be used: {error}",
+                &[("cwd", &shown), ("error", &e.to_string())],
+            )),
+        }
+    }
+
     /// `additionalDirectories`, expanded as the working directory is.
     pub fn additional_dirs(&self) -> Vec<PathBuf> {
         self.additional_directories
@@ -232,10 +261,20 @@ impl NameValues {
     }
 }
 
+/// The user's home directory as GLib finds it (`g_get_home_dir`: `$HOME`,
+/// else the password database's entry), or `None` where there is none:
+/// GLib then says `/`, which is never taken for a home (Parley would make
+/// `/.config/parley` and run agents at the root of the file system).
+pub fn home() -> Option<PathBuf> {
+    let home = glib::home_dir();
+    (home.is_absolute() && home != Path::new("/")).then_some(home)
+}
+
+/// [`home`], for the places that only look under it (rules, the user's
+/// bin directories); `/` where there is none. What Parley writes or runs
+/// in goes through [`home`] and refuses without one.
 pub fn home_dir() -> PathBuf {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/"))
+    home().unwrap_or_else(|| PathBuf::from("/"))
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]

@@ -28,6 +28,35 @@ fn xdg(var: &str, fallback: &str) -> PathBuf {
         .unwrap_or_else(|| super::model::home_dir().join(fallback))
 }
 
+/// Parley keeps its files under the home directory, or where the XDG
+/// variables say. Without either it refuses to start, saying so, rather
+/// than make `/.config/parley` and `/.local/share/parley`.
+pub fn check_home() -> Result<(), String> {
+    if super::model::home().is_some() {
+        return Ok(());
+    }
+    let missing: Vec<&str> = [
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+    ]
+    .into_iter()
+    .filter(|v| {
+        !std::env::var_os(v)
+            .map(PathBuf::from)
+            .is_some_and(|p| p.is_absolute())
+    })
+    .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(crate::i18n::gettext_f(
+        "Parley cannot find a home directory: HOME is not set and the password database names none. Set HOME, or {vars}.",
+        &[("vars", &missing.join(", "))],
+    ))
+}
+
 pub fn default_path() -> PathBuf {
     xdg("XDG_CONFIG_HOME", ".config")
         .join("parley")

@@ -135,13 +135,7 @@ impl Supervisor {
                 "this sign-in method does not run in a terminal",
             )));
         };
-        let cwd = def.working_dir();
-        if !cwd.is_dir() {
-            return Err(StartError::plain(crate::i18n::gettext_f(
-                "the working directory {cwd} does not exist",
-                &[("cwd", &cwd.display().to_string())],
-            )));
-        }
+        let cwd = def.checked_working_dir().map_err(StartError::plain)?;
         let (command, all_args) = match command {
             Some(c) => (c.clone(), args.clone()),
             None => (

@@ -176,16 +176,9 @@ impl Supervisor {
         generation: u64,
         logs: Arc<Mutex<VecDeque<String>>>,
     ) -> Result<Running, (StartError, Option<Running>)> {
-        let cwd = def.working_dir();
-        if !cwd.is_dir() {
-            return Err((
-                StartError::plain(crate::i18n::gettext_f(
-                    "the working directory {cwd} does not exist",
-                    &[("cwd", &cwd.display().to_string())],
-                )),
-                None,
-            ));
-        }
+        let cwd = def
+            .checked_working_dir()
+            .map_err(|why| (StartError::plain(why), None))?;
         let (program, args, prefix) = self
             .launch_target(&def.command, &def.args, &def.env, &cwd)
             .await

@@ -1,0 +1,98 @@
+//! Without a home directory (no `HOME`, and no entry in the password
+//! database: a user id nobody has), Parley never takes `/` for a home.
+//! Run as root only, which may start `parley-cli` as another user.
+
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+
+use crate::common::*;
+
+/// A user id with no entry in the password database.
+const NOBODY_KNOWS: u32 = 54_321;
+
+/// `parley-cli ARGS` as that user, with no `HOME` and `env` only.
+fn cli_homeless(args: &[&str], env: &[(&str, &Path)]) -> Option<(bool, String)> {
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } != 0 {
+        eprintln!("SKIPPED: only root can run parley-cli as a user the system does not know");
+        return None;
+    }
+    let mut cmd = std::process::Command::new(cli());
+    cmd.args(args)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .uid(NOBODY_KNOWS)
+        .gid(NOBODY_KNOWS);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run parley-cli");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some((out.status.success(), text))
+}
+
+/// A directory the other user may write.
+fn open_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    dir
+}
+
+#[test]
+fn without_a_home_parley_refuses_to_start_and_makes_nothing_at_the_root() {
+    let made_before = Path::new("/.config/parley").exists() || Path::new("/.local/share/parley").exists();
+    let Some((ok, said)) = cli_homeless(&["conversations", "demo"], &[]) else {
+        return;
+    };
+    assert!(!ok, "{said}");
+    assert!(said.contains("cannot find a home directory"), "{said}");
+    assert!(said.contains("XDG_CONFIG_HOME"), "{said}");
+    if !made_before {
+        assert!(!Path::new("/.config/parley").exists(), "made /.config/parley");
+        assert!(
+            !Path::new("/.local/share/parley").exists(),
+            "made /.local/share/parley"
+        );
+    }
+}
+
+#[test]
+fn without_a_home_an_agent_without_a_cwd_is_refused_and_one_with_cwd_slash_runs() {
+    let dir = open_dir();
+    let config = dir.path().join("parley");
+    std::fs::create_dir_all(&config).expect("config dir");
+    std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let xdg: Vec<(&str, &Path)> = [
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+    ]
+    .into_iter()
+    .map(|v| (v, dir.path()))
+    .collect();
+    let write = |cwd: Option<&str>| {
+        let mut a = serde_json::json!({"name": "demo", "command": demo()});
+        if let Some(c) = cwd {
+            a["cwd"] = c.into();
+        }
+        let path = config.join("config.json");
+        std::fs::write(&path, serde_json::json!({"agents": [a]}).to_string()).expect("config");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
+    };
+    write(None);
+    let Some((_, said)) = cli_homeless(&["send", "demo", "echo hi"], &xdg) else {
+        return;
+    };
+    assert!(said.contains("there is no home directory"), "{said}");
+    assert!(said.contains("give it a cwd"), "{said}");
+    // `/`, said explicitly, is the user's choice.
+    write(Some("/"));
+    let (ok, said) = cli_homeless(&["send", "demo", "echo hi"], &xdg).expect("root");
+    assert!(ok && said.contains("\"hi\""), "{said}");
+}
