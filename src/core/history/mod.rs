@@ -35,6 +35,10 @@ pub enum HistoryError {
     Io(#[from] std::io::Error),
     #[error("history: the file was written by a newer Parley (schema {found}, this one knows {known})")]
     Newer { found: i64, known: i64 },
+    /// A search Parley will not run (too long), or one that ran past its
+    /// deadline.
+    #[error("history: {0}")]
+    Query(String),
     /// A database, but not Parley's history: left exactly as it is.
     #[error("history: {path} is not Parley's history ({why}); it is left as it is")]
     Foreign { path: String, why: String },
@@ -228,22 +232,23 @@ impl History {
 
     /// A stored conversation's own fields.
     pub fn conversation(&self, id: &str) -> Result<Option<Stored>, HistoryError> {
-        let conn = lock(&self.read);
-        Ok(conn
-            .query_row(
-                "SELECT id, config, agent, title, session_id FROM conversations WHERE id = ?1",
-                params![id],
-                |r| {
-                    Ok(Stored {
-                        id: r.get(0)?,
-                        config: r.get(1)?,
-                        agent: r.get(2)?,
-                        title: r.get(3)?,
-                        session_id: r.get(4)?,
-                    })
-                },
-            )
-            .optional()?)
+        self.read(READ_DEADLINE, |conn| {
+            Ok(conn
+                .query_row(
+                    "SELECT id, config, agent, title, session_id FROM conversations WHERE id = ?1",
+                    params![id],
+                    |r| {
+                        Ok(Stored {
+                            id: r.get(0)?,
+                            config: r.get(1)?,
+                            agent: r.get(2)?,
+                            title: r.get(3)?,
+                            session_id: r.get(4)?,
+                        })
+                    },
+                )
+                .optional()?)
+        })
     }
 
     /// The conversation of this configuration and agent that holds the
@@ -254,15 +259,16 @@ impl History {
         agent: &str,
         session_id: &str,
     ) -> Result<Option<String>, HistoryError> {
-        let conn = lock(&self.read);
-        Ok(conn
-            .query_row(
-                "SELECT id FROM conversations WHERE config = ?1 AND agent = ?2 AND session_id = ?3
-                 ORDER BY updated_at DESC LIMIT 1",
-                params![config, agent, session_id],
-                |r| r.get(0),
-            )
-            .optional()?)
+        self.read(READ_DEADLINE, |conn| {
+            Ok(conn
+                .query_row(
+                    "SELECT id FROM conversations WHERE config = ?1 AND agent = ?2 AND session_id = ?3
+                     ORDER BY updated_at DESC LIMIT 1",
+                    params![config, agent, session_id],
+                    |r| r.get(0),
+                )
+                .optional()?)
+        })
     }
 
     /// Where changes go (the conversations send them; the writer batches).
@@ -278,108 +284,126 @@ impl History {
         limit: usize,
         offset: usize,
     ) -> Result<Vec<ConversationSummary>, HistoryError> {
-        let conn = lock(&self.read);
-        let mut stmt = conn.prepare_cached(
-            "SELECT c.id, c.agent, c.title, c.created_at, c.updated_at,
-                    (SELECT count(*) FROM messages m WHERE m.conversation = c.id),
-                    (SELECT m.text FROM messages m WHERE m.conversation = c.id AND m.role = 'user'
-                       ORDER BY m.seq LIMIT 1),
-                    c.session_id
-             FROM conversations c WHERE c.config = ?1 AND c.agent = ?2
-             ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?3 OFFSET ?4",
-        )?;
-        let rows = stmt.query_map(params![config, agent, limit as i64, offset as i64], |r| {
-            Ok(ConversationSummary {
-                id: r.get(0)?,
-                agent: r.get(1)?,
-                title: title_of(r.get(2)?, r.get(6)?),
-                created_at: r.get(3)?,
-                updated_at: r.get(4)?,
-                messages: r.get::<_, i64>(5)? as u64,
-                session_id: r.get(7)?,
-                external: false,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+        self.read(READ_DEADLINE, |conn| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT c.id, c.agent, c.title, c.created_at, c.updated_at,
+                        (SELECT count(*) FROM messages m WHERE m.conversation = c.id),
+                        (SELECT m.text FROM messages m WHERE m.conversation = c.id AND m.role = 'user'
+                           ORDER BY m.seq LIMIT 1),
+                        c.session_id
+                 FROM conversations c WHERE c.config = ?1 AND c.agent = ?2
+                 ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?3 OFFSET ?4",
+            )?;
+            let rows = stmt.query_map(params![config, agent, limit as i64, offset as i64], |r| {
+                Ok(ConversationSummary {
+                    id: r.get(0)?,
+                    agent: r.get(1)?,
+                    title: title_of(r.get(2)?, r.get(6)?),
+                    created_at: r.get(3)?,
+                    updated_at: r.get(4)?,
+                    messages: r.get::<_, i64>(5)? as u64,
+                    session_id: r.get(7)?,
+                    external: false,
+                })
+            })?;
+            Ok(rows.collect::<Result<_, _>>()?)
+        })
     }
 
     /// A conversation's messages, in order, as the chat model has them.
     pub fn messages(&self, conversation: &str) -> Result<Vec<Message>, HistoryError> {
-        let conn = lock(&self.read);
-        // One pass over the messages and their parts, in order. A part's
-        // text of a message a crash left unfinished also has what was
-        // streamed to it and not yet written whole.
-        let mut stmt = conn.prepare_cached(
-            "SELECT m.rowid, m.meta, m.interrupted, p.kind,
-                    CASE WHEN m.done = 0 OR m.interrupted = 1 THEN
-                        p.text || coalesce((SELECT group_concat(c.text, '') FROM
-                            (SELECT text FROM part_chunks WHERE message = p.message AND idx = p.idx ORDER BY seq) c), '')
-                    ELSE p.text END,
-                    p.json
-             FROM messages m LEFT JOIN parts p ON p.message = m.rowid
-             WHERE m.conversation = ?1 ORDER BY m.seq, p.idx",
-        )?;
-        let mut rows = stmt.query(params![conversation])?;
-        let mut out: Vec<Message> = Vec::new();
-        let mut current: Option<(i64, Option<Message>)> = None;
-        while let Some(r) = rows.next()? {
-            let rowid: i64 = r.get(0)?;
-            if current.as_ref().is_none_or(|(id, _)| *id != rowid) {
-                if let Some((_, Some(m))) = current.take() {
-                    out.push(m);
-                }
-                let meta: String = r.get(1)?;
-                let interrupted: bool = r.get(2)?;
-                // A row this Parley cannot read (a newer one wrote it) is skipped.
-                let m = serde_json::from_str::<Message>(&meta).ok().map(|mut m| {
-                    if interrupted {
-                        m.done = true;
-                        m.error.get_or_insert_with(|| INTERRUPTED.to_owned());
+        self.read(READ_DEADLINE, |conn| {
+            // One pass over the messages and their parts, in order. A part's
+            // text of a message a crash left unfinished also has what was
+            // streamed to it and not yet written whole.
+            let mut stmt = conn.prepare_cached(
+                "SELECT m.rowid, m.meta, m.interrupted, p.kind,
+                        CASE WHEN m.done = 0 OR m.interrupted = 1 THEN
+                            p.text || coalesce((SELECT group_concat(c.text, '') FROM
+                                (SELECT text FROM part_chunks WHERE message = p.message AND idx = p.idx ORDER BY seq) c), '')
+                        ELSE p.text END,
+                        p.json
+                 FROM messages m LEFT JOIN parts p ON p.message = m.rowid
+                 WHERE m.conversation = ?1 ORDER BY m.seq, p.idx",
+            )?;
+            let mut rows = stmt.query(params![conversation])?;
+            let mut out: Vec<Message> = Vec::new();
+            let mut current: Option<(i64, Option<Message>)> = None;
+            while let Some(r) = rows.next()? {
+                let rowid: i64 = r.get(0)?;
+                if current.as_ref().is_none_or(|(id, _)| *id != rowid) {
+                    if let Some((_, Some(m))) = current.take() {
+                        out.push(m);
                     }
-                    m
-                });
-                current = Some((rowid, m));
+                    let meta: String = r.get(1)?;
+                    let interrupted: bool = r.get(2)?;
+                    // A row this Parley cannot read (a newer one wrote it) is skipped.
+                    let m = serde_json::from_str::<Message>(&meta).ok().map(|mut m| {
+                        if interrupted {
+                            m.done = true;
+                            m.error.get_or_insert_with(|| INTERRUPTED.to_owned());
+                        }
+                        m
+                    });
+                    current = Some((rowid, m));
+                }
+                let Some((_, Some(m))) = current.as_mut() else {
+                    continue;
+                };
+                let kind: Option<String> = r.get(3)?;
+                let part = match kind.as_deref() {
+                    None => None,
+                    Some("text") => Some(Part::Text {
+                        text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                    }),
+                    Some("thought") => Some(Part::Thought {
+                        text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
+                    }),
+                    Some(_) => r
+                        .get::<_, Option<String>>(5)?
+                        .and_then(|j| serde_json::from_str(&j).ok()),
+                };
+                if let Some(part) = part {
+                    m.parts.push(part);
+                }
             }
-            let Some((_, Some(m))) = current.as_mut() else {
-                continue;
-            };
-            let kind: Option<String> = r.get(3)?;
-            let part = match kind.as_deref() {
-                None => None,
-                Some("text") => Some(Part::Text {
-                    text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                }),
-                Some("thought") => Some(Part::Thought {
-                    text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                }),
-                Some(_) => r
-                    .get::<_, Option<String>>(5)?
-                    .and_then(|j| serde_json::from_str(&j).ok()),
-            };
-            if let Some(part) = part {
-                m.parts.push(part);
+            if let Some((_, Some(m))) = current.take() {
+                out.push(m);
             }
-        }
-        if let Some((_, Some(m))) = current.take() {
-            out.push(m);
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// Full-text search across this configuration's conversations, best
     /// first. `query` is taken as words (each a prefix), not FTS syntax.
     pub fn search(&self, config: &str, query: &str, limit: usize) -> Result<Vec<Hit>, HistoryError> {
-        let words: Vec<String> = query
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(|w| format!("\"{w}\"*"))
-            .collect();
+        let words = search_terms(query)?;
         if words.is_empty() {
             return Ok(Vec::new());
         }
+        self.read(SEARCH_DEADLINE, |conn| run_search(conn, &words, config, limit))
+    }
+
+    /// Runs `f` on the read connection, which List, Open, Export and Search
+    /// share, within `limit`: no query holds the others up for longer.
+    fn read<T>(
+        &self,
+        limit: std::time::Duration,
+        f: impl FnOnce(&Connection) -> Result<T, HistoryError>,
+    ) -> Result<T, HistoryError> {
         let conn = lock(&self.read);
-        let mut stmt = conn.prepare_cached(
-            "SELECT m.conversation, c.agent, m.id,
+        within(&conn, limit, || f(&conn))
+    }
+}
+
+fn run_search(
+    conn: &Connection,
+    words: &[String],
+    config: &str,
+    limit: usize,
+) -> Result<Vec<Hit>, HistoryError> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT m.conversation, c.agent, m.id,
                     snippet(messages_fts, 0, char(2), char(3), '…', 16), c.title,
                     (SELECT f.text FROM messages f WHERE f.conversation = c.id AND f.role = 'user'
                        ORDER BY f.seq LIMIT 1)
@@ -387,17 +411,79 @@ impl History {
              JOIN conversations c ON c.id = m.conversation
              WHERE messages_fts MATCH ?1 AND c.config = ?2
              ORDER BY rank LIMIT ?3",
-        )?;
-        let rows = stmt.query_map(params![words.join(" "), config, limit as i64], |r| {
-            Ok(Hit {
-                conversation: r.get(0)?,
-                agent: r.get(1)?,
-                message_id: r.get(2)?,
-                title: title_of(r.get(4)?, r.get(5)?),
-                snippet: r.get(3)?,
-            })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+    )?;
+    let rows = stmt.query_map(params![words.join(" "), config, limit as i64], |r| {
+        Ok(Hit {
+            conversation: r.get(0)?,
+            agent: r.get(1)?,
+            message_id: r.get(2)?,
+            title: title_of(r.get(4)?, r.get(5)?),
+            snippet: r.get(3)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The most a search may be: each word is a prefix term, and the time
+/// FTS5 takes grows with the square of their number (16,000 words took
+/// 12.6 s, 200,000 never ended).
+pub const SEARCH_MAX_BYTES: usize = 1_000;
+pub const SEARCH_MAX_WORDS: usize = 32;
+/// A search still running after this ends with an error, so that it never
+/// holds List, Open and Export (which share its connection) for long.
+pub const SEARCH_DEADLINE: std::time::Duration = std::time::Duration::from_secs(2);
+/// Every other read: a conversation of 10,000 messages is read in 0.1 s.
+pub const READ_DEADLINE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The prefix terms of a search: its words, each once (case folded), or
+/// why it is refused.
+fn search_terms(query: &str) -> Result<Vec<String>, HistoryError> {
+    if query.len() > SEARCH_MAX_BYTES {
+        return Err(HistoryError::Query(crate::i18n::gettext_f(
+            "the search is too long: at most {n} bytes",
+            &[("n", &SEARCH_MAX_BYTES.to_string())],
+        )));
+    }
+    let mut words: Vec<String> = Vec::new();
+    for w in query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+    {
+        let w = w.to_lowercase();
+        if !words.contains(&w) {
+            words.push(w);
+        }
+    }
+    if words.len() > SEARCH_MAX_WORDS {
+        return Err(HistoryError::Query(crate::i18n::gettext_f(
+            "the search has too many words: at most {n}",
+            &[("n", &SEARCH_MAX_WORDS.to_string())],
+        )));
+    }
+    Ok(words.into_iter().map(|w| format!("\"{w}\"*")).collect())
+}
+
+/// Runs `f` on `conn` with a deadline: SQLite's progress handler ends the
+/// statement (`interrupted`) once `limit` has passed, and `f`'s error says so.
+fn within<T>(
+    conn: &Connection,
+    limit: std::time::Duration,
+    f: impl FnOnce() -> Result<T, HistoryError>,
+) -> Result<T, HistoryError> {
+    let deadline = std::time::Instant::now() + limit;
+    conn.progress_handler(10_000, Some(move || std::time::Instant::now() > deadline));
+    let result = f();
+    conn.progress_handler(0, None::<fn() -> bool>);
+    match result {
+        Err(HistoryError::Sql(e))
+            if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) =>
+        {
+            Err(HistoryError::Query(crate::i18n::gettext_f(
+                "the history took longer than {n} seconds to answer and was stopped",
+                &[("n", &limit.as_secs().max(1).to_string())],
+            )))
+        }
+        other => other,
     }
 }
 

@@ -298,3 +298,52 @@ fn a_link_to_another_programs_database_is_refused() {
     conversation(&h, "c1", "demo");
     h.writer().flush().expect("written");
 }
+
+/// A search of many words is refused at once, with why; repeated words
+/// count once; and the history answers the next question.
+#[test]
+fn a_search_of_many_words_is_refused_and_repeats_count_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (h, _) = History::open(&dir.path().join("h.sqlite3")).expect("open");
+    conversation(&h, "c1", "demo");
+    h.writer().send(Op::Message {
+        conversation: "c1".into(),
+        message: user("m1", "alpha beta"),
+    });
+    h.writer().flush().expect("flush");
+    let many: String = (0..4000).map(|i| format!("w{i} ")).collect();
+    match h.search(CONFIG, &many, 10) {
+        Err(HistoryError::Query(why)) => assert!(why.contains("too long"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    let words: String = (0..40).map(|i| format!("w{i} ")).collect();
+    match h.search(CONFIG, &words, 10) {
+        Err(HistoryError::Query(why)) => assert!(why.contains("too many words: at most 32"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    // 150 times the same word is one term.
+    let same = "alpha ".repeat(150);
+    assert!(same.len() <= super::SEARCH_MAX_BYTES);
+    assert_eq!(h.search(CONFIG, &same, 10).expect("one term").len(), 1);
+    assert_eq!(h.list(CONFIG, "demo", 10, 0).expect("list").len(), 1);
+}
+
+/// A query past its deadline ends with an error that says so, and the
+/// connection answers the next one.
+#[test]
+fn a_query_past_its_deadline_is_stopped() {
+    let conn = rusqlite::Connection::open_in_memory().expect("memory");
+    let endless = || -> Result<i64, HistoryError> {
+        Ok(conn.query_row(
+            "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+            [],
+            |r| r.get(0),
+        )?)
+    };
+    match super::within(&conn, std::time::Duration::from_millis(50), endless) {
+        Err(HistoryError::Query(why)) => assert!(why.contains("was stopped"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    let one: i64 = conn.query_row("SELECT 1", [], |r| r.get(0)).expect("the next query");
+    assert_eq!(one, 1);
+}
