@@ -344,6 +344,8 @@ fn a_query_past_its_deadline_is_stopped() {
         Err(HistoryError::Query(why)) => assert!(why.contains("was stopped"), "{why}"),
         other => panic!("{other:?}"),
     }
-    let one: i64 = conn.query_row("SELECT 1", [], |r| r.get(0)).expect("the next query");
+    let one: i64 = conn
+        .query_row("SELECT 1", [], |r| r.get(0))
+        .expect("the next query");
     assert_eq!(one, 1);
 }
