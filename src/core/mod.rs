@@ -11,6 +11,7 @@ pub mod config;
 pub mod events;
 pub mod files;
 pub mod history;
+pub mod links;
 pub mod registry;
 pub mod services;
 pub mod supervisor;

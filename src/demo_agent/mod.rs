@@ -721,11 +721,21 @@ async fn prompt(agent: Arc<Agent>, id: Value, params: Value) {
             "end_turn".to_string()
         }
         "elicit-url" => {
+            // `elicit-url tricky`: an address whose first line is another
+            // host's, as an attacker would send it.
+            let url = match w.get(1).copied() {
+                Some("tricky") => format!(
+                    "https://accounts.google.com{}.evil.example/login",
+                    "\n".repeat(200)
+                ),
+                Some("userinfo") => "https://accounts.google.com@evil.example/login".to_owned(),
+                _ => "https://example.org/demo/authorize?client=parley&state=42".to_owned(),
+            };
             let answer = agent
                 .request(
                     "elicitation/create",
                     json!({"sessionId": sid, "mode": "url", "elicitationId": "demo-e1",
-                        "url": "https://example.org/demo/authorize?client=parley&state=42",
+                        "url": url,
                         "message": "Authorize the demo agent in your browser."}),
                 )
                 .await;

@@ -313,6 +313,22 @@ async fn elicitation_forms_are_checked_and_urls_complete() {
     h.wait_idle("demo").await;
     assert_eq!(last_answer(&h), r#"elicitation: {"action":"accept"}"#);
 
+    // An address whose first line reads as another host's, or with a user
+    // name before its host: refused to the agent, never shown.
+    for trick in ["tricky", "userinfo"] {
+        h.core
+            .chat
+            .send("demo", &format!("elicit-url {trick}"))
+            .expect("send");
+        h.wait_idle("demo").await;
+        let said = last_answer(&h);
+        assert!(
+            said.contains("a URL elicitation needs an http(s) url"),
+            "{trick}: {said}"
+        );
+        assert!(h.core.chat.pending_elicitations().is_empty(), "{trick} was shown");
+    }
+
     // Cancelling the turn answers a waiting form "cancel".
     h.core.chat.send("demo", "elicit-form").expect("send");
     h.wait_for("a form", Duration::from_secs(10), |e| {

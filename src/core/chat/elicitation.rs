@@ -65,8 +65,17 @@ impl Chat {
                     return;
                 }
             },
-            "url" => match s("url").filter(|u| u.starts_with("https://") || u.starts_with("http://")) {
-                Some(url) => (None, Some(url)),
+            // Parsed, not prefix-checked: what is shown and opened is the
+            // parsed address.
+            "url" => match s("url").map(|u| crate::core::links::web_url(&u)) {
+                Some(Ok(url)) => (None, Some(url.url)),
+                Some(Err(why)) => {
+                    responder.respond(Err(RpcError::remote(
+                        crate::core::acp::connection::INVALID_PARAMS,
+                        format!("a URL elicitation needs an http(s) url: {why}"),
+                    )));
+                    return;
+                }
                 None => {
                     responder.respond(Err(RpcError::remote(
                         crate::core::acp::connection::INVALID_PARAMS,

@@ -378,15 +378,31 @@ fn show_url(
                 .into_owned(),
         )
         .build();
+    // Where it leads, first and large; then the whole address, which is
+    // what opens (the core parsed it; see core::links).
+    let host = crate::core::links::web_url(&url)
+        .map(|u| u.host)
+        .unwrap_or_default();
+    let place = gtk::Label::builder()
+        .label(crate::ui::markdown::visible(&host).into_owned())
+        .selectable(true)
+        .wrap(true)
+        .wrap_mode(gtk::pango::WrapMode::Char)
+        .css_classes(["title-2"])
+        .build();
+    crate::ui::a11y::set_label(&place, &gettext_f("Leads to {host}", &[("host", &host)]));
     let address = gtk::Label::builder()
         .label(crate::ui::markdown::visible(&url).into_owned())
         .selectable(true)
         .wrap(true)
         .wrap_mode(gtk::pango::WrapMode::Char)
-        .css_classes(["monospace"])
+        .css_classes(["monospace", "dim-label"])
         .build();
     crate::ui::a11y::set_label(&address, &gettext_f("Address: {url}", &[("url", &url)]));
-    dialog.set_extra_child(Some(&address));
+    let both = gtk::Box::new(gtk::Orientation::Vertical, 6);
+    both.append(&place);
+    both.append(&address);
+    dialog.set_extra_child(Some(&both));
     dialog.add_response("cancel", &gettext("_Cancel"));
     dialog.add_response("decline", &gettext("_Decline"));
     dialog.add_response("open", &gettext("_Open Link"));

@@ -38,17 +38,44 @@ pub fn markdown_label(markup: &str, links: Vec<markdown::Link>) -> gtk::Label {
     let l = label(markup);
     if !links.is_empty() {
         l.connect_activate_link(move |l, uri| {
-            let Some(link) = links
-                .iter()
-                .find(|k| k.target == uri && markdown::link_needs_confirmation(&k.label, &k.target))
-            else {
+            let Some(link) = links.iter().find(|k| k.target == uri) else {
                 return glib::Propagation::Proceed;
             };
-            confirm_link(l, &link.label, uri);
+            let lower = uri.trim_start().to_ascii_lowercase();
+            if lower.starts_with("http://") || lower.starts_with("https://") {
+                // A web link opens as parsed, or not at all.
+                match crate::core::links::web_url(uri) {
+                    Ok(web) if markdown::link_is_misleading(&link.label, &web.url) => {
+                        confirm_link(l, &link.label, &web.url)
+                    }
+                    Ok(web) => {
+                        let window = l.root().and_downcast::<gtk::Window>();
+                        gtk::show_uri(window.as_ref(), &web.url, gtk::gdk::CURRENT_TIME);
+                    }
+                    Err(why) => refuse_link(l, uri, &why),
+                }
+            } else if markdown::link_needs_confirmation(&link.label, &link.target) {
+                confirm_link(l, &link.label, uri);
+            } else {
+                return glib::Propagation::Proceed;
+            }
             glib::Propagation::Stop
         });
     }
     l
+}
+
+/// Says why a link is not opened, showing the whole of it.
+fn refuse_link(from: &gtk::Label, uri: &str, why: &str) {
+    let window = from.root().and_downcast::<gtk::Window>();
+    let body = gettext_f(
+        "Parley does not open this link: {why}.\n\n{uri}",
+        &[("why", why), ("uri", &visible(uri))],
+    );
+    let dialog = adw::MessageDialog::new(window.as_ref(), Some(&gettext("Link Not Opened")), Some(&body));
+    dialog.add_response("close", &gettext("_Close"));
+    dialog.set_destroy_with_parent(true);
+    dialog.present();
 }
 
 /// Asks before opening `uri`, showing the whole of it beside what the link
