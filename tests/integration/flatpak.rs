@@ -121,6 +121,7 @@ fn the_cargo_sources_cover_every_locked_crate() {
 fn in_flatpak_the_bundled_agent_runs_inside_and_the_users_agents_on_the_host() {
     use std::io::{BufRead, Write};
     let dir = tempfile::tempdir().expect("tempdir");
+    let mark = crate::common::unique("PARLEY_HOST_ENV");
     let record = dir.path().join("host-spawn.log");
     let recorder = dir.path().join("flatpak-spawn");
     let standin = Path::new(ROOT).join("tests/fake-flatpak-spawn");
@@ -144,7 +145,8 @@ fn in_flatpak_the_bundled_agent_runs_inside_and_the_users_agents_on_the_host() {
         &config,
         serde_json::json!({"agents": [
             {"name": "bundled", "command": "parley-demo-agent"},
-            {"name": "mine", "command": host_agent},
+            {"name": "mine", "command": host_agent,
+             "env": {"MY_API_KEY": "s3cret-it's-$HOME-`id`", "PLAIN_MARK": mark}},
         ]})
         .to_string(),
     )
@@ -190,6 +192,27 @@ fn in_flatpak_the_bundled_agent_runs_inside_and_the_users_agents_on_the_host() {
     assert_eq!(recorded.matches("--host --watch-bus").count(), 1, "{recorded}");
     assert!(recorded.contains("my-host-agent"), "{recorded}");
     assert!(!recorded.contains("parley-demo-agent"), "{recorded}");
+    // The environment went out of band: no value of it is an argument
+    // (which every user sees in the process list), and the host agent has
+    // it, quotes, `$` and backquotes as they were.
+    assert!(
+        !recorded.contains("s3cret") && !recorded.contains(&mark),
+        "{recorded}"
+    );
+    let agents: Vec<i32> = crate::common::processes_with(&mark)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("my-host-agent"))
+        })
+        .collect();
+    assert_eq!(agents.len(), 1, "the host agent has the environment");
+    let environ = std::fs::read(format!("/proc/{}/environ", agents[0])).expect("environ");
+    let wanted = b"MY_API_KEY=s3cret-it's-$HOME-`id`\0";
+    assert!(
+        environ.windows(wanted.len()).any(|w| w == wanted),
+        "the key arrived changed"
+    );
     drop(stdin);
     let status = serve.wait().expect("serve ends");
     assert!(status.success());

@@ -45,7 +45,13 @@ pub struct SpawnSpec<'a> {
 /// dash included: hence `kill -s SIG -- -PGID` (dash rejects
 /// `kill -SIG -- -PGID`) and stdin kept on fd 3 (dash gives a background
 /// job /dev/null before its redirections).
-pub const HOST_WRAPPER: &str = r#"login_path=$("${SHELL:-/bin/sh}" -l -c 'printf %s "$PATH"' </dev/null 2>/dev/null) && [ -n "$login_path" ] && PATH="$PATH:$login_path"
+pub const HOST_WRAPPER: &str = r#"if [ -n "${PARLEY_ENV_FD:-}" ]; then
+  # The agent's environment, out of band (see `spawn`): never in an argument.
+  eval "$(cat <&"$PARLEY_ENV_FD")"
+  eval "exec $PARLEY_ENV_FD<&-"
+  unset PARLEY_ENV_FD
+fi
+login_path=$("${SHELL:-/bin/sh}" -l -c 'printf %s "$PATH"' </dev/null 2>/dev/null) && [ -n "$login_path" ] && PATH="$PATH:$login_path"
 export PATH
 # A background job's stdin is /dev/null; fd 3 keeps the real one.
 exec 3<&0
@@ -92,13 +98,52 @@ impl Spawned {
     }
 }
 
+/// A name the host wrapper can `export`.
+fn shell_name(k: &str) -> bool {
+    let mut chars = k.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `export K='V'` lines for the host wrapper to `eval`.
+fn export_script(env: &BTreeMap<String, String>) -> String {
+    env.iter()
+        .filter(|(k, _)| shell_name(k))
+        .map(|(k, v)| format!("export {k}='{}'\n", v.replace('\'', "'\\''")))
+        .collect()
+}
+
 pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
-    let mut cmd = match spec.prefix.split_first() {
-        Some((first, rest)) => {
-            // On the host: its cwd and env go as flatpak-spawn's options.
+    // Inside Flatpak the environment goes to the host through a pipe that
+    // flatpak-spawn forwards (`--forward-fd`), not as `--env=K=V`: those
+    // arguments are in the process list, which every user of the machine
+    // can read, and the saved keys are among them.
+    // Both pipes are close-on-exec: the agent never holds them, and the
+    // guardian, which never execs, keeps exactly these two.
+    let (lifeline_r, lifeline_w) = std::io::pipe()?;
+    let (mut status_r, status_w) = std::io::pipe()?;
+    let env_pipe = if spec.prefix.is_empty() {
+        None
+    } else {
+        Some(std::io::pipe()?)
+    };
+    // The number the host wrapper reads it from: dash takes only 0 to 9 in
+    // a redirection, so the pipe is moved to one of those: not 3, which
+    // the wrapper (and flatpak-spawn's stand-in) keep stdin on, nor one of
+    // the guardian's.
+    let env_fd = (5..=9)
+        .find(|fd| ![lifeline_r.as_raw_fd(), status_w.as_raw_fd()].contains(fd))
+        .unwrap_or(9);
+    let mut cmd = match (spec.prefix.split_first(), &env_pipe) {
+        (Some((first, rest)), Some(_)) => {
+            // On the host: its cwd goes as flatpak-spawn's option.
             let mut c = Command::new(first);
             c.args(rest).arg(format!("--directory={}", spec.cwd.display()));
-            for (k, v) in spec.env {
+            c.arg(format!("--forward-fd={env_fd}"))
+                .arg(format!("--env=PARLEY_ENV_FD={env_fd}"));
+            // A name no shell can export still goes as an option (none of
+            // Parley's keys is such a name).
+            for (k, v) in spec.env.iter().filter(|(k, _)| !shell_name(k)) {
                 c.arg(format!("--env={k}={v}"));
             }
             c.args(["/bin/sh", "-c", HOST_WRAPPER, "parley-agent"])
@@ -106,16 +151,33 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
                 .args(spec.args);
             c
         }
-        None => {
+        _ => {
             let mut c = Command::new(spec.program);
             c.args(spec.args).envs(spec.env);
             c
         }
     };
-    // Both pipes are close-on-exec: the agent never holds them, and the
-    // guardian, which never execs, keeps exactly these two.
-    let (lifeline_r, lifeline_w) = std::io::pipe()?;
-    let (mut status_r, status_w) = std::io::pipe()?;
+    if let Some((env_r, env_w)) = &env_pipe {
+        let (read, write) = (env_r.as_raw_fd(), env_w.as_raw_fd());
+        // SAFETY: dup2 and close only (async-signal-safe), on descriptors
+        // of this spawn. Before the guardian's split: the reading end, at
+        // `env_fd` (dup2 leaves it open across exec), is there for
+        // flatpak-spawn to forward, and neither the guardian nor the agent
+        // holds the writing end, so the host wrapper sees the end of the
+        // script once Parley has written it.
+        unsafe {
+            cmd.pre_exec(move || {
+                // The writing end first: it may sit at `env_fd`.
+                if libc::close(write) != 0 || libc::dup2(read, env_fd) < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if read != env_fd {
+                    libc::close(read);
+                }
+                Ok(())
+            });
+        }
+    }
     let plan = guardian::Plan {
         lifeline: lifeline_r.as_raw_fd(),
         status: status_w.as_raw_fd(),
@@ -146,6 +208,17 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
     let child = cmd.spawn()?;
     drop(lifeline_r);
     drop(status_w);
+    if let Some((env_r, mut env_w)) = env_pipe {
+        drop(env_r);
+        let script = export_script(spec.env);
+        // A thread: a large environment may fill the pipe before the host
+        // wrapper starts reading it.
+        std::thread::Builder::new()
+            .name("parley-host-env".into())
+            .spawn(move || {
+                let _ = std::io::Write::write_all(&mut env_w, script.as_bytes());
+            })?;
+    }
     let mut pid = [0u8; 4];
     status_r
         .read_exact(&mut pid)
