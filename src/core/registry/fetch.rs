@@ -15,6 +15,27 @@ pub const TIMEOUT_SECS: u32 = 20;
 
 const MAX_REDIRECTS: usize = 8;
 
+/// How fast a download must go: libsoup's timeout only sees a connection
+/// that says nothing, and a server that trickles a byte every few seconds
+/// would hold `registry add` for good.
+#[derive(Debug, Clone, Copy)]
+pub struct Pace {
+    /// Time every download has, whatever its size...
+    pub base: std::time::Duration,
+    /// ...plus its size at this many bytes a second: its deadline.
+    pub deadline_rate: u64,
+    /// Past `base`, the download so far must average at least this.
+    pub min_rate: u64,
+}
+
+impl Pace {
+    pub const STANDARD: Pace = Pace {
+        base: std::time::Duration::from_secs(30),
+        deadline_rate: 64 * 1024,
+        min_rate: 4 * 1024,
+    };
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum FetchError {
     #[error("{0}")]
@@ -47,6 +68,19 @@ pub fn get(
     sink: &mut dyn Write,
     progress: &mut dyn FnMut(u64, Option<u64>),
 ) -> Result<u64, FetchError> {
+    get_paced(url, limit, &Pace::STANDARD, cancel, sink, progress)
+}
+
+/// [`get`], at `pace`.
+pub fn get_paced(
+    url: &str,
+    limit: u64,
+    pace: &Pace,
+    cancel: &gio::Cancellable,
+    sink: &mut dyn Write,
+    progress: &mut dyn FnMut(u64, Option<u64>),
+) -> Result<u64, FetchError> {
+    let started = std::time::Instant::now();
     let failed = |error: &str| {
         FetchError::Failed(gettext_f(
             "cannot download {url}: {error}",
@@ -122,7 +156,24 @@ pub fn get(
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     progress(0, announced);
+    // Each read returns within libsoup's timeout, so these checks between
+    // reads end a trickle at most that much late.
+    let size = announced.unwrap_or(limit);
+    let deadline = pace.base + std::time::Duration::from_secs(size / pace.deadline_rate.max(1));
     loop {
+        let elapsed = started.elapsed();
+        if elapsed > deadline {
+            return Err(failed(&gettext_f(
+                "it took longer than {n} seconds",
+                &[("n", &deadline.as_secs().to_string())],
+            )));
+        }
+        if elapsed > pace.base && (total as f64) < pace.min_rate as f64 * elapsed.as_secs_f64() {
+            return Err(failed(&gettext_f(
+                "it is too slow (under {rate} a second)",
+                &[("rate", glib::format_size(pace.min_rate).as_ref())],
+            )));
+        }
         let n = stream.read(&mut buf[..], Some(cancel)).map_err(|e| {
             if cancel.is_cancelled() {
                 FetchError::Cancelled
@@ -150,6 +201,51 @@ pub fn get(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A server that trickles a byte at a time is given up, saying so.
+    #[test]
+    fn a_trickle_is_given_up() {
+        use std::io::{BufRead, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        std::thread::spawn(move || {
+            if let Ok((stream, _)) = listener.accept() {
+                let mut reader = std::io::BufReader::new(&stream);
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                    line.clear();
+                }
+                let mut out = &stream;
+                let _ = out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n");
+                for _ in 0..200 {
+                    if out.write_all(b"x").is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+            }
+        });
+        let pace = Pace {
+            base: std::time::Duration::from_millis(500),
+            // A deadline far off: the rate gives up first.
+            deadline_rate: 10,
+            min_rate: 1024,
+        };
+        let mut sink = Vec::new();
+        let got = get_paced(
+            &format!("http://127.0.0.1:{port}/agent.tar.gz"),
+            1 << 20,
+            &pace,
+            &gio::Cancellable::new(),
+            &mut sink,
+            &mut |_, _| {},
+        );
+        match got {
+            Err(FetchError::Failed(why)) => assert!(why.contains("too slow"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(sink.len() < 200, "it read the whole trickle");
+    }
 
     #[test]
     fn only_https_or_this_machine() {
