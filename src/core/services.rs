@@ -153,12 +153,7 @@ impl Core {
         let supervisor = Supervisor::new(tx.clone(), options.timings, options.spawn_prefix);
         let chat = Chat::new(supervisor.clone(), tx.clone());
         let (path, source) = store::initial_path(options.config_path);
-        let (bytes, created) = store::read_or_create(&path).map_err(|e| {
-            gettext_f(
-                "cannot read {path}: {error}",
-                &[("path", &path.display().to_string()), ("error", &e.to_string())],
-            )
-        })?;
+        let (bytes, created) = store::read_or_create(&path).map_err(|e| e.describe(&path))?;
         let core = Core {
             supervisor,
             chat,

@@ -87,18 +87,52 @@ pub fn absolute(p: &Path) -> PathBuf {
 /// Reads the file, creating it with the default text if it does not exist.
 /// Returns its bytes (whether they are UTF-8 is for validation to say) and
 /// whether it was created. A symlink to a missing file creates its target.
-pub fn read_or_create(path: &Path) -> std::io::Result<(Vec<u8>, bool)> {
+pub fn read_or_create(path: &Path) -> Result<(Vec<u8>, bool), OpenFailed> {
     match std::fs::read(path) {
         Ok(bytes) => Ok((bytes, false)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            let target = crate::core::atomic::resolve(path)?;
-            if let Some(dir) = target.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            crate::core::atomic::write_through(&target, DEFAULT_TEXT.as_bytes())?;
+        // Absent (or under something that is not a directory): made.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            let create = || -> std::io::Result<()> {
+                let target = crate::core::atomic::resolve(path)?;
+                if let Some(dir) = target.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                crate::core::atomic::write_through(&target, DEFAULT_TEXT.as_bytes())
+            };
+            create().map_err(OpenFailed::Creating)?;
             Ok((DEFAULT_TEXT.as_bytes().to_vec(), true))
         }
-        Err(e) => Err(e),
+        Err(e) => Err(OpenFailed::Reading(e)),
+    }
+}
+
+/// What went wrong with the configuration file at start: reading it, or,
+/// where there was none, making it (a read-only home).
+#[derive(Debug)]
+pub enum OpenFailed {
+    Reading(std::io::Error),
+    Creating(std::io::Error),
+}
+
+impl OpenFailed {
+    /// In words, naming the file.
+    pub fn describe(&self, path: &Path) -> String {
+        let path = path.display().to_string();
+        match self {
+            OpenFailed::Reading(e) => crate::i18n::gettext_f(
+                "cannot read {path}: {error}",
+                &[("path", &path), ("error", &e.to_string())],
+            ),
+            OpenFailed::Creating(e) => crate::i18n::gettext_f(
+                "there is no configuration at {path}, and it cannot be created: {error}",
+                &[("path", &path), ("error", &e.to_string())],
+            ),
+        }
     }
 }
 
@@ -227,5 +261,27 @@ mod tests {
         let (bytes, created) = read_or_create(&path).expect("read");
         assert!(!created);
         assert_eq!(bytes, b"{\"theme\": \"\xff\"}");
+    }
+
+    /// Where the file cannot be made (here: its directory would be under a
+    /// file; a read-only home does the same), that is what is said, not
+    /// "cannot read".
+    #[test]
+    fn a_configuration_that_cannot_be_made_says_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("home"), "a file").expect("file");
+        let path = dir.path().join("home/.config/parley/config.json");
+        let e = read_or_create(&path).expect_err("cannot be made");
+        assert!(matches!(e, OpenFailed::Creating(_)), "{e:?}");
+        let said = e.describe(&path);
+        assert!(
+            said.starts_with("there is no configuration at") && said.contains("cannot be created"),
+            "{said}"
+        );
+        // A directory in the file's place cannot be read.
+        let dir_path = dir.path().join("adir");
+        std::fs::create_dir(&dir_path).expect("dir");
+        let e = read_or_create(&dir_path).expect_err("a directory");
+        assert!(e.describe(&dir_path).starts_with("cannot read"), "{e:?}");
     }
 }

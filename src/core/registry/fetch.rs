@@ -216,7 +216,8 @@ mod tests {
                     line.clear();
                 }
                 let mut out = &stream;
-                let _ = out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n");
+                let _ =
+                    out.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\nConnection: close\r\n\r\n");
                 for _ in 0..200 {
                     if out.write_all(b"x").is_err() {
                         return;
