@@ -2165,6 +2165,9 @@ mod model_api;
 #[path = "ui/real_agents.rs"]
 mod real_agents;
 
+#[path = "ui/pickers_fit.rs"]
+mod pickers_fit;
+
 /// Add Agent: the empty sidebar's button, the registry's list (icons,
 /// versions, licences, "Added"), search, an install that ends on the
 /// agent's sign-in page, and Remove Agent… putting the file back.
@@ -3010,6 +3013,10 @@ fn main() {
         ),
         ("ui::slash_command_completion", slash_command_completion),
         ("ui::pickers_and_attachments", pickers_and_attachments),
+        (
+            "ui::every_picker_lies_inside_the_window",
+            pickers_fit::every_picker_lies_inside_the_window,
+        ),
         ("ui::claude_pickers", claude_pickers),
         ("ui::claude_full_turn", real_agents::claude_full_turn),
         (
