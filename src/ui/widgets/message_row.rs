@@ -373,6 +373,18 @@ fn row_summary(msg: &Message, kind: RowKind, footer: &str) -> String {
             None => one_line,
         }
     };
+    // An agent's text is Markdown: a screen reader hears it as shown
+    // ("What I did", not "## What I did"), from its first kilobyte.
+    let said = |text: &str| {
+        if msg.role == crate::core::chat::message::Role::User {
+            return short(text);
+        }
+        let mut end = text.len().min(1024);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        short(&crate::ui::markdown::plain_text(&text[..end]))
+    };
     match kind {
         RowKind::Text { part, start, end } => match msg.parts.get(part) {
             Some(Part::Text { text }) => {
@@ -380,12 +392,12 @@ fn row_summary(msg: &Message, kind: RowKind, footer: &str) -> String {
                     Some(end) => text.get(start..end),
                     None => text.get(start..),
                 };
-                short(slice.unwrap_or_default())
+                said(slice.unwrap_or_default())
             }
             _ => String::new(),
         },
         RowKind::Part(i) => match msg.parts.get(i) {
-            Some(Part::Text { text }) => short(text),
+            Some(Part::Text { text }) => said(text),
             Some(Part::Thought { .. }) => gettext("Thinking"),
             Some(Part::Tool(t)) => gettext_f(
                 "tool {title}, {status}",
@@ -440,5 +452,26 @@ fn footer_text(m: &Message) -> String {
         Some(R::MaxTurnRequests) => gettext("Stopped: too many requests in one turn"),
         Some(R::Refusal) => gettext("The agent refused to answer"),
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::chat::message::Role;
+
+    /// A screen reader hears an agent's Markdown as it is shown, and a
+    /// user's text as typed.
+    #[test]
+    fn a_row_is_said_as_shown_not_as_markdown() {
+        let mut m = Message::new("m1".into(), "a", Role::Agent);
+        m.parts.push(Part::Text {
+            text: "## What I did\n\n1. **Read** `src/main.rs`\n".into(),
+        });
+        let said = row_summary(&m, RowKind::Part(0), "");
+        assert_eq!(said, "What I did 1. Read src/main.rs");
+        let mut u = Message::new("u1".into(), "a", Role::User);
+        u.parts.push(Part::Text { text: "**as typed**".into() });
+        assert_eq!(row_summary(&u, RowKind::Part(0), ""), "**as typed**");
     }
 }
