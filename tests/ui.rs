@@ -2250,6 +2250,15 @@ fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
         return Err(format!("rows: {rows:?}"));
     }
     let shown = texts(dialog.upcast_ref());
+    // The description and the version on lines of their own, never run
+    // together ("…context engineVersion 0.15.0").
+    if !shown.iter().any(|t| t.contains("\nVersion "))
+        || shown
+            .iter()
+            .any(|t| t.contains("Version") && !t.starts_with("Version") && !t.contains("\nVersion"))
+    {
+        return Err(format!("a description runs into its version: {shown:?}"));
+    }
     if !shown.iter().any(|t| t.starts_with("The ACP registry, fetched")) {
         return Err(format!("no word of where the list comes from: {shown:?}"));
     }

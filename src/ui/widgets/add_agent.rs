@@ -290,15 +290,19 @@ impl Dialog {
                 crate::core::registry::Method::Uvx => gettext("runs with uvx"),
             });
         }
-        let subtitle = format!("{}\n{}", a.description, details.join(" · "));
+        // Each line cleaned on its own: the cleaning drops control
+        // characters, the line break between them too ("…engineVersion").
+        let subtitle = format!(
+            "{}\n{}",
+            crate::core::chat::controls::shown_text(a.description.trim(), 900),
+            crate::core::chat::controls::shown_text(&details.join(" · "), 100)
+        );
         let row = adw::ActionRow::builder()
             // From the network: no control or reordering characters shown.
             .title(glib::markup_escape_text(
                 &crate::core::chat::controls::shown_text(&a.name, 200),
             ))
-            .subtitle(glib::markup_escape_text(
-                &crate::core::chat::controls::shown_text(subtitle.trim(), 1000),
-            ))
+            .subtitle(glib::markup_escape_text(subtitle.trim()))
             .subtitle_lines(4)
             .build();
         // What the search looks in.

@@ -471,7 +471,9 @@ mod tests {
         let said = row_summary(&m, RowKind::Part(0), "");
         assert_eq!(said, "What I did 1. Read src/main.rs");
         let mut u = Message::new("u1".into(), "a", Role::User);
-        u.parts.push(Part::Text { text: "**as typed**".into() });
+        u.parts.push(Part::Text {
+            text: "**as typed**".into(),
+        });
         assert_eq!(row_summary(&u, RowKind::Part(0), ""), "**as typed**");
     }
 }
