@@ -67,7 +67,7 @@ pub fn show(parent: &gtk::Window, core: &Core, rules_first: bool) {
     let rules = adw::PreferencesGroup::builder()
         .title(gettext("Permission Rules"))
         .description(gettext(
-            "Rules answer an agent's permission requests without asking you, in order: the first that matches answers. \"Always allow\" or \"Always reject\" in a request offers to save one. A title's * never matches across ; | & ` $( or a new line unless the rule writes them, and a path rule holds only what the file system reaches under it, never through a link.",
+            "Rules answer an agent's permission requests without asking you, in order: the first that matches answers. \"Always allow\" or \"Always reject\" in a request offers to save one. A title's * never matches across a shell control (a semicolon, pipe, ampersand, backquote, $( or line break) unless the rule writes it, and a path rule holds only what the file system reaches under it, never through a link.",
         ))
         .build();
     let edit_button = gtk::Button::builder()
