@@ -436,6 +436,17 @@ fn terminal_in_a_tool_card(app: &adw::Application) -> Result<(), String> {
             return Err(format!("{expected:?} is not in the terminal: {shown:?}"));
         }
     }
+    // Finished, it is as tall as its lines, not a screenful of blank rows.
+    spin(Duration::from_millis(300));
+    let tallest = terminals_in(&list)
+        .iter()
+        .filter(|t| t.text().contains("error[E0425]"))
+        .map(|t| t.widget().height())
+        .max()
+        .unwrap_or(0);
+    if !(1..=120).contains(&tallest) {
+        return Err(format!("a finished terminal of three lines is {tallest} px tall"));
+    }
     save_png(&f.win, "terminal-tool-card")?;
     adw::StyleManager::default().set_color_scheme(adw::ColorScheme::ForceDark);
     spin(Duration::from_millis(300));

@@ -157,9 +157,13 @@ pub fn exited(id: &str, code: Option<u32>, signal: Option<&str>) {
     TERMINALS.with(|t| {
         let mut t = t.borrow_mut();
         let e = entry(&mut t, id);
-        for (_, label) in &e.views {
+        let lines = printed_lines(&e.text);
+        for (widget, label) in &e.views {
             if let Some(label) = label.upgrade() {
                 label.set_label(&text);
+            }
+            if let Some(widget) = widget.upgrade() {
+                Terminal::from_widget(widget).fit_lines(lines, SHORT_ROWS);
             }
         }
         e.exited = Some(text);
@@ -169,6 +173,17 @@ pub fn exited(id: &str, code: Option<u32>, signal: Option<&str>) {
 /// How many bytes every terminal printed so far, all together.
 pub fn total_bytes() -> usize {
     TERMINALS.with(|t| t.borrow().values().map(|e| e.total).sum())
+}
+
+/// How many rows a finished terminal shows before it scrolls (the
+/// "Show at Full Height" button shows more).
+const SHORT_ROWS: usize = 12;
+
+/// The rows a command's output takes: its lines, and the row the cursor
+/// was left on after the last line break (fewer, and the first line would
+/// scroll out of sight).
+fn printed_lines(text: &str) -> usize {
+    text.split('\n').count()
 }
 
 /// A read-only view of terminal `id`: what it printed so far, then live.
@@ -203,7 +218,17 @@ pub fn view(id: &str) -> gtk::Widget {
     tall.set_tooltip_text(Some(&crate::i18n::gettext("Show at Full Height")));
     crate::ui::a11y::set_label(&tall, &crate::i18n::gettext("Show at Full Height"));
     let w = widget.clone();
-    tall.connect_toggled(move |b| w.set_size_request(-1, if b.is_active() { 640 } else { 200 }));
+    tall.connect_toggled(move |b| {
+        let t = Terminal::from_widget(w.clone());
+        match (b.is_active(), t.fitted_lines()) {
+            (true, _) => w.set_size_request(-1, 640),
+            // Back to the lines a finished command printed.
+            (false, Some(lines)) => {
+                t.fit_lines(lines, SHORT_ROWS);
+            }
+            (false, None) => w.set_size_request(-1, 200),
+        }
+    });
     bar.append(&tall);
     column.append(&bar);
     TERMINALS.with(|t| {
@@ -223,6 +248,7 @@ pub fn view(id: &str) -> gtk::Widget {
         terminal.feed(&shown[start..]);
         if let Some(text) = &e.exited {
             status.set_label(text);
+            terminal.fit_lines(printed_lines(&e.text), SHORT_ROWS);
         }
         e.views.push((widget.downgrade(), status.downgrade()));
     });

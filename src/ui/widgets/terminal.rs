@@ -11,6 +11,9 @@ use gtk::glib;
 use gtk::glib::translate::{from_glib_full, from_glib_none, ToGlibPtr};
 use gtk::prelude::*;
 
+/// The widget data key of the rows a finished terminal was fitted to.
+const FITTED: &str = "parley-fitted-rows";
+
 #[derive(Clone)]
 pub struct Terminal {
     widget: gtk::Widget,
@@ -60,6 +63,30 @@ impl Terminal {
             vte_sys::vte_terminal_select_all(self.raw());
             vte_sys::vte_terminal_copy_clipboard_format(self.raw(), vte_sys::VTE_FORMAT_TEXT);
         }
+    }
+
+    /// As tall as `lines` lines (at least one, at most `most`), at its
+    /// width: a finished command's output needs no screenful of blank rows.
+    /// Returns the height asked for, in pixels.
+    pub fn fit_lines(&self, lines: usize, most: usize) -> i32 {
+        let rows = lines.clamp(1, most.max(1)) as std::ffi::c_long;
+        // SAFETY: plain getters and a setter on a live terminal.
+        let height = unsafe {
+            let cols = vte_sys::vte_terminal_get_column_count(self.raw());
+            vte_sys::vte_terminal_set_size(self.raw(), cols.max(1), rows);
+            vte_sys::vte_terminal_get_char_height(self.raw()) * rows
+        };
+        let height = i32::try_from(height).unwrap_or(i32::MAX);
+        self.widget.set_size_request(-1, height);
+        // SAFETY: read back as the same type in `fitted_lines`.
+        unsafe { self.widget.set_data(FITTED, rows as usize) };
+        height
+    }
+
+    /// The lines [`Terminal::fit_lines`] last fitted it to, if it did.
+    pub fn fitted_lines(&self) -> Option<usize> {
+        // SAFETY: only `fit_lines` sets this key, as a usize.
+        unsafe { self.widget.data::<usize>(FITTED).map(|p| *p.as_ref()) }
     }
 
     pub fn widget(&self) -> &gtk::Widget {
