@@ -4,37 +4,12 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::common::*;
 
 /// A user id with no entry in the password database.
 const NOBODY_KNOWS: u32 = 54_321;
-
-/// `parley-cli ARGS` as that user, with no `HOME` and `env` only.
-fn cli_homeless(args: &[&str], env: &[(&str, &Path)]) -> Option<(bool, String)> {
-    // SAFETY: getuid has no preconditions.
-    if unsafe { libc::getuid() } != 0 {
-        eprintln!("SKIPPED: only root can run parley-cli as a user the system does not know");
-        return None;
-    }
-    let mut cmd = std::process::Command::new(cli());
-    cmd.args(args)
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .uid(NOBODY_KNOWS)
-        .gid(NOBODY_KNOWS);
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run parley-cli");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some((out.status.success(), text))
-}
 
 /// A directory the other user may write.
 fn open_dir() -> tempfile::TempDir {
@@ -43,12 +18,66 @@ fn open_dir() -> tempfile::TempDir {
     dir
 }
 
+/// `parley-cli` and the demo agent where that user can run them: the
+/// build may lie where it cannot reach (a clone under /root).
+struct Programs {
+    dir: tempfile::TempDir,
+}
+
+impl Programs {
+    /// `None` (the test skips, saying why) unless this is root.
+    fn new() -> Option<Programs> {
+        // SAFETY: getuid has no preconditions.
+        if unsafe { libc::getuid() } != 0 {
+            eprintln!("SKIPPED: only root can run parley-cli as a user the system does not know");
+            return None;
+        }
+        let dir = open_dir();
+        for from in [cli(), demo()] {
+            let to = dir.path().join(Path::new(from).file_name().expect("a file name"));
+            if std::fs::hard_link(from, &to).is_err() {
+                std::fs::copy(from, &to).expect("copy the program");
+            }
+        }
+        Some(Programs { dir })
+    }
+
+    fn demo(&self) -> PathBuf {
+        self.dir
+            .path()
+            .join(Path::new(demo()).file_name().expect("a file name"))
+    }
+
+    /// `parley-cli ARGS` as that user, with no `HOME` and `env` only.
+    fn cli(&self, args: &[&str], env: &[(&str, &Path)]) -> (bool, String) {
+        let cli = self
+            .dir
+            .path()
+            .join(Path::new(cli()).file_name().expect("a file name"));
+        let mut cmd = std::process::Command::new(cli);
+        cmd.args(args)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .uid(NOBODY_KNOWS)
+            .gid(NOBODY_KNOWS);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run parley-cli");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    }
+}
+
 #[test]
 fn without_a_home_parley_refuses_to_start_and_makes_nothing_at_the_root() {
+    let Some(p) = Programs::new() else { return };
     let made_before = Path::new("/.config/parley").exists() || Path::new("/.local/share/parley").exists();
-    let Some((ok, said)) = cli_homeless(&["conversations", "demo"], &[]) else {
-        return;
-    };
+    let (ok, said) = p.cli(&["conversations", "demo"], &[]);
     assert!(!ok, "{said}");
     assert!(said.contains("cannot find a home directory"), "{said}");
     assert!(said.contains("XDG_CONFIG_HOME"), "{said}");
@@ -63,6 +92,7 @@ fn without_a_home_parley_refuses_to_start_and_makes_nothing_at_the_root() {
 
 #[test]
 fn without_a_home_an_agent_without_a_cwd_is_refused_and_one_with_cwd_slash_runs() {
+    let Some(p) = Programs::new() else { return };
     let dir = open_dir();
     let config = dir.path().join("parley");
     std::fs::create_dir_all(&config).expect("config dir");
@@ -77,7 +107,7 @@ fn without_a_home_an_agent_without_a_cwd_is_refused_and_one_with_cwd_slash_runs(
     .map(|v| (v, dir.path()))
     .collect();
     let write = |cwd: Option<&str>| {
-        let mut a = serde_json::json!({"name": "demo", "command": demo()});
+        let mut a = serde_json::json!({"name": "demo", "command": p.demo().display().to_string()});
         if let Some(c) = cwd {
             a["cwd"] = c.into();
         }
@@ -86,13 +116,11 @@ fn without_a_home_an_agent_without_a_cwd_is_refused_and_one_with_cwd_slash_runs(
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).expect("chmod");
     };
     write(None);
-    let Some((_, said)) = cli_homeless(&["send", "demo", "echo hi"], &xdg) else {
-        return;
-    };
+    let (_, said) = p.cli(&["send", "demo", "echo hi"], &xdg);
     assert!(said.contains("there is no home directory"), "{said}");
     assert!(said.contains("give it a cwd"), "{said}");
     // `/`, said explicitly, is the user's choice.
     write(Some("/"));
-    let (ok, said) = cli_homeless(&["send", "demo", "echo hi"], &xdg).expect("root");
+    let (ok, said) = p.cli(&["send", "demo", "echo hi"], &xdg);
     assert!(ok && said.contains("\"hi\""), "{said}");
 }
