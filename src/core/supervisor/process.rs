@@ -114,14 +114,14 @@ fn export_script(env: &BTreeMap<String, String>) -> String {
 }
 
 pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
-    // Inside Flatpak the environment goes to the host through a pipe that
-    // flatpak-spawn forwards (`--forward-fd`), not as `--env=K=V`: those
-    // arguments are in the process list, which every user of the machine
-    // can read, and the saved keys are among them.
     // Both pipes are close-on-exec: the agent never holds them, and the
     // guardian, which never execs, keeps exactly these two.
     let (lifeline_r, lifeline_w) = std::io::pipe()?;
     let (mut status_r, status_w) = std::io::pipe()?;
+    // Inside Flatpak the environment goes to the host through a pipe that
+    // flatpak-spawn forwards (`--forward-fd`), not as `--env=K=V`: those
+    // arguments are in the process list, which every user of the machine
+    // can read, and the saved keys are among them.
     let env_pipe = if spec.prefix.is_empty() {
         None
     } else {
@@ -171,7 +171,12 @@ pub fn spawn(spec: &SpawnSpec<'_>) -> std::io::Result<Spawned> {
                 if libc::close(write) != 0 || libc::dup2(read, env_fd) < 0 {
                     return Err(std::io::Error::last_os_error());
                 }
-                if read != env_fd {
+                if read == env_fd {
+                    // dup2 onto itself keeps close-on-exec: cleared here.
+                    if libc::fcntl(env_fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                } else {
                     libc::close(read);
                 }
                 Ok(())
