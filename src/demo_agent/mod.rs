@@ -97,8 +97,11 @@ Prompt keywords (the prompt's first word):
                        cancelled (for a minute)
   elicit-form          ask the client for a form (name, age, colour,
                        subscribe) and show the answer
-  elicit-url           ask the client to visit a URL; on accept, tell it
+  elicit-url [tricky|userinfo]
+                       ask the client to visit a URL; on accept, tell it
                        the elicitation is complete, then show the answer
+                       (tricky: line breaks after a trusted host's name;
+                       userinfo: a trusted name before an @)
   unknown-request      send Parley a request of an unknown method
   permission-elsewhere ask for permission in a session that is not this one
   tool ID TITLE        report a completed tool call with this id
