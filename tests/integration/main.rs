@@ -26,3 +26,4 @@ mod real_gemini;
 mod registry;
 mod supervisor;
 mod terminals;
+mod translations;
