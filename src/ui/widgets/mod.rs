@@ -19,6 +19,7 @@ pub mod message_parts;
 pub mod message_row;
 pub mod option_pickers;
 pub mod permission_banner;
+pub mod secret_entry;
 pub mod sign_in_page;
 pub mod slash_completion;
 pub mod terminal;

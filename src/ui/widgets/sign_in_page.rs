@@ -23,6 +23,7 @@ use crate::core::auth::secrets::Secret;
 use crate::core::auth::{AuthKind, AuthMethod, AuthStatus};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::AgentObject;
+use crate::ui::widgets::secret_entry::SecretEntry;
 
 /// A sign-in command running on the page.
 pub struct Login {
@@ -55,7 +56,7 @@ mod imp {
         pub login: RefCell<Option<Login>>,
         /// The buttons of the methods (in their order) and the key entries.
         pub buttons: RefCell<Vec<(String, gtk::Button)>>,
-        pub entries: RefCell<HashMap<String, gtk::Editable>>,
+        pub entries: RefCell<HashMap<String, super::KeyField>>,
     }
 
     impl SignInPage {
@@ -151,7 +152,7 @@ impl SignInPage {
     }
 
     /// The entry of key `name` (for tests).
-    pub fn key_entry(&self, name: &str) -> Option<gtk::Editable> {
+    pub fn key_entry(&self, name: &str) -> Option<KeyField> {
         self.imp().entries.borrow().get(name).cloned()
     }
 
@@ -212,11 +213,11 @@ impl SignInPage {
             return;
         }
         // Half-typed keys survive a rebuild.
-        let typed: Vec<(String, glib::GString)> = imp
+        let typed: Vec<(String, String)> = imp
             .entries
             .borrow()
             .iter()
-            .map(|(n, e)| (n.clone(), e.text()))
+            .map(|(n, e)| (n.clone(), e.value()))
             .filter(|(_, t)| !t.is_empty())
             .collect();
         imp.buttons.borrow_mut().clear();
@@ -280,7 +281,7 @@ impl SignInPage {
         let footer = gtk::Box::new(gtk::Orientation::Horizontal, 12);
         footer.set_halign(gtk::Align::Center);
         if status.as_ref().is_some_and(|s| !s.saved_keys.is_empty()) && !running {
-            let forget = gtk::Button::with_mnemonic(&gettext("_Forget Saved Keys"));
+            let forget = crate::ui::a11y::mnemonic_button(&gettext("_Forget Saved Keys"));
             forget.add_css_class("destructive-action");
             forget.set_tooltip_text(Some(&gettext("Remove this agent's keys from the keyring")));
             forget.connect_clicked(glib::clone!(
@@ -293,7 +294,7 @@ impl SignInPage {
             footer.append(&forget);
         }
         if !running && signing.is_none() {
-            let back = gtk::Button::with_mnemonic(&gettext("_Back to Conversation"));
+            let back = crate::ui::a11y::mnemonic_button(&gettext("_Back to Conversation"));
             back.connect_clicked(glib::clone!(
                 #[weak(rename_to = page)]
                 self,
@@ -318,7 +319,7 @@ impl SignInPage {
         adw::prelude::BinExt::set_child(self, Some(&scroller));
         for (name, text) in typed {
             if let Some(e) = imp.entries.borrow().get(&name) {
-                e.set_text(&text);
+                e.set_value(&text);
             }
         }
         if focus_was_here {
@@ -350,12 +351,10 @@ impl SignInPage {
             _ if !method.keys().is_empty() => (gettext("Save and _Sign In"), false),
             _ => (gettext("_Sign In"), false),
         };
-        let button = gtk::Button::with_mnemonic(&label);
+        let button = crate::ui::a11y::mnemonic_button(&label);
         button.set_valign(gtk::Align::Center);
-        crate::ui::a11y::set_label(
-            &button,
-            &gettext_f("Sign in with {method}", &[("method", &method.name)]),
-        );
+        let name = gettext_f("Sign in with {method}", &[("method", &method.name)]);
+        crate::ui::a11y::set_label(&button, &name);
         self.imp()
             .buttons
             .borrow_mut()
@@ -386,6 +385,8 @@ impl SignInPage {
                 .activatable_widget(&button)
                 .build();
             row.add_suffix(&button);
+            // The row made its title a label of the button: named again.
+            crate::ui::a11y::set_label(&button, &name);
             return row.upcast();
         }
         // A method that wants keys: an entry for each, then the button.
@@ -396,19 +397,23 @@ impl SignInPage {
         let mut entries = Vec::new();
         for key in method.keys() {
             let title = key.label.clone().unwrap_or_else(|| key.name.clone());
-            let entry: gtk::Editable = if key.secret {
-                adw::PasswordEntryRow::builder()
-                    .title(glib::markup_escape_text(&title).as_str())
-                    .build()
-                    .upcast()
+            let entry = if key.secret {
+                KeyField::Secret(SecretEntry::new(&title))
             } else {
-                adw::EntryRow::builder()
-                    .title(glib::markup_escape_text(&title).as_str())
-                    .build()
-                    .upcast()
+                KeyField::Plain(
+                    adw::EntryRow::builder()
+                        .title(glib::markup_escape_text(&title).as_str())
+                        .build(),
+                )
             };
-            crate::ui::a11y::set_description(&entry, &key.name);
-            row.add_row(&entry);
+            crate::ui::a11y::set_description(&entry.control(), &key.name);
+            // Enter in a key's entry signs in.
+            entry.connect_activate(glib::clone!(
+                #[weak]
+                button,
+                move || button.emit_clicked()
+            ));
+            row.add_row(&entry.row());
             self.imp()
                 .entries
                 .borrow_mut()
@@ -432,6 +437,12 @@ impl SignInPage {
         action.append(&button);
         button.add_css_class("suggested-action");
         row.add_row(&action);
+        // The list row around it is no Tab stop of its own (an unnamed
+        // "list item" otherwise): its button is.
+        if let Some(r) = action.parent().and_downcast::<gtk::ListBoxRow>() {
+            r.set_activatable(false);
+            r.set_focusable(false);
+        }
         button.connect_clicked(glib::clone!(
             #[weak(rename_to = page)]
             self,
@@ -442,8 +453,9 @@ impl SignInPage {
                     .iter()
                     // An empty entry keeps what is saved (the core says
                     // which keys are still missing).
-                    .filter(|(_, e)| !e.text().is_empty())
-                    .map(|(name, e)| (name.clone(), Secret::new(e.text().to_string())))
+                    .map(|(name, e)| (name, e.value()))
+                    .filter(|(_, v)| !v.is_empty())
+                    .map(|(name, v)| (name.clone(), Secret::new(v)))
                     .collect();
                 page.sign_in(&agent, &key_id, values);
             }
@@ -469,7 +481,7 @@ impl SignInPage {
         )));
         label.set_wrap(true);
         row.append(&label);
-        let cancel = gtk::Button::with_mnemonic(&gettext("_Cancel"));
+        let cancel = crate::ui::a11y::mnemonic_button(&gettext("_Cancel"));
         cancel.connect_clicked(glib::clone!(
             #[weak]
             agent,
@@ -502,7 +514,7 @@ impl SignInPage {
         let frame = gtk::Frame::new(None);
         frame.set_child(Some(widget));
         column.append(&frame);
-        let cancel = gtk::Button::with_mnemonic(&gettext("_Cancel"));
+        let cancel = crate::ui::a11y::mnemonic_button(&gettext("_Cancel"));
         cancel.set_halign(gtk::Align::End);
         cancel.connect_clicked(glib::clone!(
             #[weak(rename_to = page)]
@@ -625,5 +637,58 @@ impl SignInPage {
                 }
             ),
         );
+    }
+}
+
+/// The entry of one key a sign-in method wants: a secret's hides it (see
+/// [`SecretEntry`]).
+#[derive(Clone)]
+pub enum KeyField {
+    Plain(adw::EntryRow),
+    Secret(SecretEntry),
+}
+
+impl KeyField {
+    /// What was typed.
+    pub fn value(&self) -> String {
+        match self {
+            KeyField::Plain(row) => row.text().to_string(),
+            KeyField::Secret(e) => e.key(),
+        }
+    }
+
+    /// Puts `text` in, as if typed.
+    pub fn set_value(&self, text: &str) {
+        match self {
+            KeyField::Plain(row) => row.set_text(text),
+            KeyField::Secret(e) => e.set_key(text),
+        }
+    }
+
+    /// The control a screen reader reads (its accessible text is what it
+    /// holds: bullets for a secret).
+    pub fn control(&self) -> gtk::Widget {
+        match self {
+            KeyField::Plain(row) => row.clone().upcast(),
+            KeyField::Secret(e) => e.entry().clone().upcast(),
+        }
+    }
+
+    fn row(&self) -> gtk::Widget {
+        match self {
+            KeyField::Plain(row) => row.clone().upcast(),
+            KeyField::Secret(e) => e.row().clone().upcast(),
+        }
+    }
+
+    fn connect_activate(&self, f: impl Fn() + 'static) {
+        match self {
+            KeyField::Plain(row) => {
+                row.connect_entry_activated(move |_| f());
+            }
+            KeyField::Secret(e) => {
+                e.entry().connect_activate(move |_| f());
+            }
+        }
     }
 }
