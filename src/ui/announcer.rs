@@ -1,13 +1,13 @@
 //! What a screen reader hears about the selected agent without leaving the
 //! composer (see `a11y::announce`): its state, a permission request the
-//! moment it comes (with the keys that answer it), and the start of the
-//! answer when the turn ends.
+//! moment it comes (with the keys that answer it), the start of the
+//! answer when the turn ends, and its sign-in: needed, and done.
 
 use gtk::glib;
 use gtk::prelude::*;
 
 use crate::core::chat::message::{Part, Role};
-use crate::i18n::gettext_f;
+use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::{AgentObject, MessageObject, PermissionObject};
 use crate::ui::widgets::{Composer, PermissionBanner};
 
@@ -26,6 +26,37 @@ pub fn watch(
         move |agent| {
             let text = format!("{}: {}", agent.title(), agent.shown_as());
             announce(&composer, &text, Priority::Medium);
+        }
+    ));
+    // Said a moment later, through the composer: the sign-in page that
+    // had the focus is rebuilt (or gone) by then, and what was said on it
+    // would be lost with it.
+    let sign_in = agent.connect_needs_sign_in_notify(glib::clone!(
+        #[weak]
+        composer,
+        move |agent| {
+            let text = if agent.needs_sign_in() {
+                let words = agent
+                    .auth()
+                    .and_then(|s| s.message)
+                    .map(|m| format!(" {}.", crate::ui::markdown::visible(&m).trim_end_matches('.')))
+                    .unwrap_or_default();
+                format!(
+                    "{}{words} {}",
+                    gettext_f(
+                        "Sign-in needed: sign in to {agent}.",
+                        &[("agent", &agent.title())]
+                    ),
+                    gettext("Your message waits and is sent once you are signed in."),
+                )
+            } else {
+                gettext_f("Signed in to {agent}", &[("agent", &agent.title())])
+            };
+            glib::idle_add_local_once(glib::clone!(
+                #[weak]
+                composer,
+                move || announce(&composer, &text, Priority::High)
+            ));
         }
     ));
     let permission = agent.connect_local(
@@ -68,6 +99,11 @@ pub fn watch(
             None,
             move |args| {
                 let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+                // A prompt refused for want of a sign-in: that is what was
+                // said (above), not "done".
+                if agent.needs_sign_in() {
+                    return None;
+                }
                 let text = last_answer(&agent)
                     .map(|answer| {
                         gettext_f(
@@ -83,6 +119,7 @@ pub fn watch(
     );
     vec![
         (agent.clone(), status),
+        (agent.clone(), sign_in),
         (agent.clone(), permission),
         (agent.clone(), ended),
     ]
