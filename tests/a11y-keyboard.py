@@ -14,6 +14,13 @@ with `ok` or `FAILED: reason`.
   a11y-keyboard.py narrow   The window is 360 px wide: send a message, and
                             the permission's buttons must lie inside the
                             window.
+  a11y-keyboard.py sign-in  The agent wants an API key: sending a message
+                            is answered with "Sign-in needed" (heard, not
+                            "… is done"); Shift+Tab reaches the key's
+                            entry, a password field whose text (and what
+                            is heard while typing) holds no part of the
+                            key; Enter in it signs in, and "Signed in to"
+                            is heard (with a keyring: PARLEY_TEST_KEYRING).
   a11y-keyboard.py windows  Preferences (Ctrl+,; the Theme drop-down's
                             items), Keyboard Shortcuts (Ctrl+?) and About
                             (F10, the last item): every Tab stop of each
@@ -31,6 +38,8 @@ try:
 except (ImportError, ValueError):
     print("SKIP: python3-pyatspi is not installed", flush=True)
     sys.exit(0)
+
+from a11y_check import bad_name  # noqa: E402
 
 MODIFIERS = {"ctrl": 37, "alt": 64, "shift": 50}  # Xvfb's keycodes
 
@@ -132,11 +141,7 @@ def wait_for(what, pred, limit=30):
 
 
 def unnamed(node):
-    try:
-        name = node.name or ""
-    except Exception:
-        return False
-    return not name.strip() or name.startswith("Gtk") or re.search(r"(^|\s)_\w", name)
+    return bad_name(node)
 
 
 def tab_round(frame, limit=60):
@@ -147,8 +152,9 @@ def tab_round(frame, limit=60):
         press("Tab", 0.25)
         node = focused(frame)
         here = describe(node)
-        if node is not None and unnamed(node):
-            fail(f"a Tab stop without a name: {here} (after {stops[-3:]})")
+        why = unnamed(node) if node is not None else None
+        if why:
+            fail(f"a Tab stop badly named, {why}: {here} (after {stops[-3:]})")
         if first is None:
             first = here
         elif here == first:
@@ -329,10 +335,105 @@ def windows():
     tab_round(shortcuts, 20)
     close_window(count)
     start()
+    inbox = other_window(["ctrl+i"], "Inbox", count)
+    stops = tab_round(inbox, 20)
+    if not any("Close" in s for s in stops):
+        fail(f"Tab never reaches the inbox's Close button: {stops}")
+    close_window(count)
+    start()
     about = other_window(["F10", "Up", "Return"], "About", count)
     tab_round(about, 20)
     close_window(count)
     say("ok")
 
 
-{"flow": flow, "narrow": narrow, "windows": windows}[sys.argv[1] if len(sys.argv) > 1 else "flow"]()
+HEARD = []
+
+
+def listen():
+    """Keeps what a screen reader would hear: announcements (GTK 4.8: the
+    focused control's description changing) and typed text."""
+    def on_event(event):
+        try:
+            app = event.source.getApplication()
+            if app is None or "parley" not in (app.name or "").lower():
+                return
+            if event.type.startswith("object:property-change:accessible-description"):
+                HEARD.append(event.source.description or "")
+            elif event.type.startswith("object:text-changed") or event.type.startswith("object:announcement"):
+                HEARD.append(str(event.any_data))
+        except Exception:
+            pass
+    pyatspi.Registry.registerEventListener(
+        on_event,
+        "object:property-change:accessible-description",
+        "object:announcement",
+        "object:text-changed:insert",
+    )
+
+
+def pump(seconds):
+    """Waits, letting the events come in."""
+    from gi.repository import GLib
+    ctx = GLib.MainContext.default()
+    end = time.time() + seconds
+    while time.time() < end:
+        while ctx.pending():
+            ctx.iteration(False)
+        time.sleep(0.05)
+
+
+def heard(part, seconds=20):
+    end = time.time() + seconds
+    while time.time() < end:
+        pump(0.2)
+        if any(part in h for h in HEARD):
+            return True
+    return False
+
+
+def sign_in():
+    import os
+    key = "sksekrit4711"  # (type_text types letters and digits)
+    listen()
+    frame = start()
+    select_agent_and_send(frame, "hello")
+    if not heard("Sign-in needed"):
+        fail(f"\"Sign-in needed\" was not heard: {HEARD[-6:]}")
+    say("heard: sign-in needed")
+    if any("is done" in h for h in HEARD):
+        fail(f"a refused prompt was announced as done: {HEARD}")
+    entry = None
+    for _ in range(8):
+        press("shift+Tab", 0.4)
+        node = focused(frame)
+        if node is not None and node.getRoleName() == "password text":
+            entry = node
+            break
+    if entry is None:
+        fail(f"Shift+Tab did not reach a password field: {describe(focused(frame))}")
+    say(f"key field: {describe(entry)}")
+    before = len(HEARD)
+    type_text(key)
+    pump(1.0)
+    t = entry.queryText()
+    text = t.getText(0, t.characterCount)
+    said = "".join(HEARD[before:])
+    say(f"its text: {text!r}")
+    for secret in (key, "sekrit", "4711"):
+        if secret in text or secret in said:
+            fail(f"the key can be read: text {text!r}, heard {said!r}")
+    if len(text) != len(key):
+        fail(f"the field does not hold one bullet a character: {text!r}")
+    if os.environ.get("PARLEY_TEST_KEYRING") != "1":
+        say("no test keyring: signing in is not tried")
+        say("ok")
+        return
+    press("Return", 0.5)
+    if not heard("Signed in to"):
+        fail(f"\"Signed in to\" was not heard: {HEARD[-6:]}")
+    say("heard: signed in")
+    say("ok")
+
+
+{"flow": flow, "narrow": narrow, "windows": windows, "sign-in": sign_in}[sys.argv[1] if len(sys.argv) > 1 else "flow"]()

@@ -299,10 +299,22 @@ fn sign_in_with_a_key(app: &adw::Application) -> Result<(), String> {
     let entry = page
         .key_entry("DEMO_API_KEY")
         .ok_or("no entry for DEMO_API_KEY")?;
-    if !entry.is::<adw::PasswordEntryRow>() {
+    let control = entry.control();
+    if !control.is::<gtk::PasswordEntry>() {
         return Err("the key is not asked for in a password entry".into());
     }
-    entry.set_text("sk-demo-window-secret");
+    entry.set_value("sk-demo-window-secret");
+    // What a screen reader reads of it (its text) holds no part of the key.
+    let shown = control
+        .downcast_ref::<gtk::Editable>()
+        .map(|e| e.text())
+        .unwrap_or_default();
+    if shown.contains("demo") || shown.chars().count() != "sk-demo-window-secret".len() {
+        return Err(format!("the entry's text is not the key's bullets: {shown:?}"));
+    }
+    if entry.value() != "sk-demo-window-secret" {
+        return Err(format!("the key typed is not the key kept: {:?}", entry.value()));
+    }
     save_png(&f.win, "sign-in-key")?;
     page.method_button("demo-key")
         .ok_or("no button for demo-key")?
@@ -2724,10 +2736,14 @@ fn custom_colours_have_enough_contrast(app: &adw::Application) -> Result<(), Str
 /// agent; `width` set through GSettings' keyfile backend), as a person with
 /// a screen reader and only a keyboard: see the script for each mode.
 fn keyboard_only(mode: &str, width: Option<i32>) -> Result<(), String> {
+    keyboard_only_on(mode, width, &demo_config(true))
+}
+
+fn keyboard_only_on(mode: &str, width: Option<i32>, config_text: &str) -> Result<(), String> {
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
     let h = home.path();
     let config = h.join("config.json");
-    std::fs::write(&config, demo_config(true)).map_err(|e| e.to_string())?;
+    std::fs::write(&config, config_text).map_err(|e| e.to_string())?;
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
     cmd.arg(&config)
         .env("XDG_STATE_HOME", h.join("state"))
@@ -2787,6 +2803,13 @@ fn keyboard_only_flow(_app: &adw::Application) -> Result<(), String> {
 
 fn keyboard_only_other_windows(_app: &adw::Application) -> Result<(), String> {
     keyboard_only("windows", None)
+}
+
+/// Signing in with a key, by keyboard and screen reader (see the script's
+/// `sign-in` mode).
+fn sign_in_by_keyboard_and_screen_reader(_app: &adw::Application) -> Result<(), String> {
+    let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+    keyboard_only_on("sign-in", None, &auth_config("auth-env", cwd.path()))
 }
 
 fn permission_fits_at_360_px_through_atspi(_app: &adw::Application) -> Result<(), String> {
@@ -3060,6 +3083,10 @@ fn main() {
         ),
         ("ui::keyboard_only_flow", keyboard_only_flow),
         ("ui::keyboard_only_other_windows", keyboard_only_other_windows),
+        (
+            "ui::sign_in_by_keyboard_and_screen_reader",
+            sign_in_by_keyboard_and_screen_reader,
+        ),
         (
             "ui::permission_fits_at_360_px_through_atspi",
             permission_fits_at_360_px_through_atspi,

@@ -20,11 +20,81 @@ extern "C" {
         properties: *mut std::ffi::c_int,
         values: *const glib::gobject_ffi::GValue,
     );
+    // In GTK since 4.0; gtk4-rs binds it only with `v4_10` too.
+    fn gtk_accessible_reset_relation(accessible: *mut std::ffi::c_void, relation: std::ffi::c_int);
 }
 
 /// Sets the name a screen reader (and the accessibility tree) gives `widget`.
 pub fn set_label(widget: &impl IsA<gtk::Widget>, label: &str) {
+    name_once(widget.as_ref(), label);
+    // SAFETY: the key holds `()` only, here and in `name_mnemonics`.
+    unsafe { widget.as_ref().set_data(NAMED_IN_CODE, ()) };
+}
+
+/// Marks a widget whose name was set by [`set_label`], so that
+/// [`name_mnemonics`] leaves it as it is.
+const NAMED_IN_CODE: &str = "parley-a11y-named";
+
+/// GTK 4.8 makes a name of the `label` property *and* the text of each
+/// widget that labels this one: a button is labelled by its own label
+/// child, so a button named in code was said twice ("Cancel the Turn
+/// Cancel"). The name given here is the whole name.
+fn name_once(widget: &gtk::Widget, label: &str) {
     set_property(widget, GTK_ACCESSIBLE_PROPERTY_LABEL, label);
+    // SAFETY: every GtkWidget implements GtkAccessible.
+    unsafe {
+        gtk_accessible_reset_relation(
+            widget.as_ptr().cast(),
+            gtk::ffi::GTK_ACCESSIBLE_RELATION_LABELLED_BY,
+        )
+    };
+}
+
+/// `_Save` as it is said: "Save" (a doubled underscore is a real one).
+pub fn without_mnemonic(label: &str) -> String {
+    let mut out = String::with_capacity(label.len());
+    let mut chars = label.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '_' {
+            if chars.peek() == Some(&'_') {
+                out.push('_');
+                chars.next();
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A button that GTK 4.8 would call "_Cancel Cancel" (its raw label, with
+/// the mnemonic's underscore, and then its label child's text) is named
+/// once, as it reads: "Cancel". Call it again if the label changes.
+pub fn name_mnemonic(button: &impl IsA<gtk::Button>) {
+    let button = button.as_ref();
+    if let Some(label) = button.label().filter(|_| button.uses_underline()) {
+        name_once(button.upcast_ref(), &without_mnemonic(&label));
+    }
+}
+
+/// [`name_mnemonic`] for every button under `root` that was not named in
+/// code: the response buttons of a message dialog, the buttons of a
+/// template.
+pub fn name_mnemonics(root: &impl IsA<gtk::Widget>) {
+    for_each_descendant(root.as_ref(), &mut |w| {
+        // SAFETY: the key holds `()` only (see `set_label`).
+        let named = unsafe { w.data::<()>(NAMED_IN_CODE) }.is_some();
+        if let Some(button) = w.downcast_ref::<gtk::Button>().filter(|_| !named) {
+            name_mnemonic(button);
+        }
+    });
+}
+
+/// A button with a mnemonic (`_Save`), named as it reads.
+pub fn mnemonic_button(label: &str) -> gtk::Button {
+    let button = gtk::Button::with_mnemonic(label);
+    name_mnemonic(&button);
+    button
 }
 
 /// Sets the description a screen reader reads after `widget`'s name.
@@ -103,12 +173,25 @@ thread_local! {
     static SAID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
+/// Tells a screen reader that a form's field must be filled in.
+pub fn set_required(widget: &impl IsA<gtk::Widget>) {
+    set_value(
+        widget,
+        gtk::ffi::GTK_ACCESSIBLE_PROPERTY_REQUIRED,
+        &true.to_value(),
+    );
+}
+
 fn set_property(widget: &impl IsA<gtk::Widget>, property: std::ffi::c_int, label: &str) {
-    let value = label.to_value();
+    set_value(widget, property, &label.to_value());
+}
+
+fn set_value(widget: &impl IsA<gtk::Widget>, property: std::ffi::c_int, value: &glib::Value) {
     let mut property = property;
     let ptr: *const glib::gobject_ffi::GValue = value.to_glib_none().0;
     // SAFETY: every GtkWidget implements GtkAccessible; one property, one
-    // initialised GValue holding a string, as the function requires.
+    // initialised GValue of the property's type (a string for the label
+    // and the description, a boolean for "required").
     unsafe {
         gtk_accessible_update_property_value(widget.as_ref().as_ptr().cast(), 1, &mut property, ptr);
     }
@@ -139,6 +222,33 @@ pub fn name_status_page(page: &adw::StatusPage) {
     });
 }
 
+/// GTK leaves the window's own buttons (Close) out of the Tab order: in a
+/// dialog with little else, Tab must reach them too.
+/// The controls make their buttons when the header is rooted and again when
+/// the layout changes, so this runs now and each time the header is mapped.
+/// GTK 4.8 makes the buttons, and some of the parts that hold them,
+/// can-focus false, which keeps the focus out of everything beneath.
+pub fn tab_reaches_window_controls(header: &impl IsA<gtk::Widget>) {
+    fn reach(header: &gtk::Widget) {
+        for_each_descendant(header, &mut |w| {
+            let in_controls = w.ancestor(gtk::WindowControls::static_type()).is_some();
+            if in_controls && w.is::<gtk::Button>() {
+                w.set_focusable(true);
+                let mut up = Some(w.clone());
+                while let Some(u) = up {
+                    u.set_can_focus(true);
+                    if &u == header {
+                        break;
+                    }
+                    up = u.parent();
+                }
+            }
+        });
+    }
+    reach(header.as_ref());
+    header.as_ref().connect_map(reach);
+}
+
 /// Names the controls of GTK's Keyboard Shortcuts window that have none
 /// (its search button is "GtkImage" otherwise).
 pub fn name_shortcuts_window(window: &impl IsA<gtk::Widget>) {
@@ -165,4 +275,17 @@ pub fn name_about_window(window: &impl IsA<gtk::Widget>, version: &str) {
             );
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_mnemonic;
+
+    #[test]
+    fn a_mnemonic_reads_without_its_underscore() {
+        assert_eq!(without_mnemonic("_Cancel"), "Cancel");
+        assert_eq!(without_mnemonic("Back to _Conversation"), "Back to Conversation");
+        assert_eq!(without_mnemonic("snake__case"), "snake_case");
+        assert_eq!(without_mnemonic("Plain"), "Plain");
+    }
 }

@@ -127,6 +127,7 @@ fn ensure_window(app: &adw::Application, config: Option<PathBuf>) -> Option<Parl
                 Some(&e),
             );
             dialog.add_response("close", &gettext("_Close"));
+            crate::ui::a11y::name_mnemonics(&dialog);
             dialog.set_application(Some(app));
             dialog.present();
             return None;

@@ -76,6 +76,7 @@ pub fn show(parent: &gtk::Window, core: &Core, rules_first: bool) {
         .valign(gtk::Align::Center)
         .css_classes(["flat"])
         .build();
+    crate::ui::a11y::name_mnemonic(&edit_button);
     edit_button.connect_clicked(glib::clone!(
         #[weak]
         parent,

@@ -111,7 +111,7 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
         .title(gettext("Configuration"))
         .build();
     let header = adw::HeaderBar::new();
-    let save = gtk::Button::with_mnemonic(&gettext("_Save"));
+    let save = crate::ui::a11y::mnemonic_button(&gettext("_Save"));
     // GTK 4.8 would name it "_Save Save".
     crate::ui::a11y::set_label(&save, &gettext("Save"));
     save.add_css_class("suggested-action");
@@ -161,7 +161,7 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
     crate::ui::a11y::set_label(&view, &gettext("Configuration text"));
     let scroller = gtk::ScrolledWindow::builder().child(&view).vexpand(true).build();
 
-    let reload = gtk::Button::with_mnemonic(&gettext("_Reload"));
+    let reload = crate::ui::a11y::mnemonic_button(&gettext("_Reload"));
     let banner = gtk::Box::new(gtk::Orientation::Horizontal, 12);
     banner.add_css_class("permission-banner");
     let banner_label = gtk::Label::new(Some(&gettext("The file was changed on disk.")));
@@ -354,6 +354,7 @@ fn ask_to_save(window: &adw::Window, e: &Rc<Editor>, save: impl Fn() + 'static) 
     dialog.add_response("cancel", &gettext("_Cancel"));
     dialog.add_response("discard", &gettext("_Discard"));
     dialog.add_response("save", &gettext("_Save"));
+    crate::ui::a11y::name_mnemonics(&dialog);
     dialog.set_response_appearance("discard", adw::ResponseAppearance::Destructive);
     dialog.set_response_appearance("save", adw::ResponseAppearance::Suggested);
     dialog.set_response_enabled("save", e.save.is_sensitive());

@@ -222,7 +222,12 @@ impl ConversationList {
                 title.set_label(&shown_title);
                 subtitle.set_label(&sub);
             }
-            crate::ui::a11y::set_label(&row, &format!("{shown_title}, {sub}"));
+            let name = format!("{shown_title}, {sub}");
+            crate::ui::a11y::set_label(&row, &name);
+            // The list item around the row is what the arrow keys focus.
+            if let Some(item) = row.parent() {
+                crate::ui::a11y::set_label(&item, &name);
+            }
             if let Some(menu) = menu {
                 // SAFETY: read back as the same type in the popup func.
                 unsafe { menu.set_data("conversation", (s.id.clone(), s.external)) };

@@ -25,6 +25,17 @@ enum Field {
 }
 
 impl Field {
+    /// The control a person types into or sets first.
+    fn control(&self) -> Option<gtk::Widget> {
+        match self {
+            Field::Text(row) => Some(row.clone().upcast()),
+            Field::Number(spin, _) => Some(spin.clone().upcast()),
+            Field::Switch(switch) => Some(switch.clone().upcast()),
+            Field::Choice(row, _) => Some(row.clone().upcast()),
+            Field::Many(checks) => checks.first().map(|(c, _)| c.clone().upcast()),
+        }
+    }
+
     fn value(&self) -> Option<Value> {
         match self {
             Field::Text(e) => {
@@ -86,12 +97,13 @@ pub fn show(
         .default_width(520)
         .default_height(560)
         .build();
-    let cancel = gtk::Button::with_mnemonic(&gettext("_Cancel"));
+    let cancel = crate::ui::a11y::mnemonic_button(&gettext("_Cancel"));
     let submit = gtk::Button::builder()
         .label(gettext("_Submit"))
         .use_underline(true)
         .css_classes(["suggested-action"])
         .build();
+    crate::ui::a11y::name_mnemonic(&submit);
     let header = adw::HeaderBar::builder().show_end_title_buttons(false).build();
     header.pack_start(&cancel);
     header.pack_end(&submit);
@@ -177,7 +189,6 @@ pub fn show(
                 spin.set_digits(if integer { 0 } else { 2 });
                 spin.set_valign(gtk::Align::Center);
                 spin.set_value(default.and_then(Value::as_f64).unwrap_or(min.max(0.0)));
-                crate::ui::a11y::set_label(&spin, &title);
                 let row = adw::ActionRow::builder()
                     .title(glib::markup_escape_text(&title))
                     .build();
@@ -186,6 +197,8 @@ pub fn show(
                 }
                 row.add_suffix(&spin);
                 row.set_activatable_widget(Some(&spin));
+                // After the row made its title a label of it (said twice).
+                crate::ui::a11y::set_label(&spin, &title);
                 group.add(&row);
                 Field::Number(spin, integer)
             }
@@ -194,7 +207,6 @@ pub fn show(
                     .valign(gtk::Align::Center)
                     .active(default.and_then(Value::as_bool).unwrap_or(false))
                     .build();
-                crate::ui::a11y::set_label(&switch, &title);
                 let row = adw::ActionRow::builder()
                     .title(glib::markup_escape_text(&title))
                     .build();
@@ -203,6 +215,8 @@ pub fn show(
                 }
                 row.add_suffix(&switch);
                 row.set_activatable_widget(Some(&switch));
+                // After the row made its title a label of it (said twice).
+                crate::ui::a11y::set_label(&switch, &title);
                 group.add(&row);
                 Field::Switch(switch)
             }
@@ -243,6 +257,12 @@ pub fn show(
                 continue;
             }
         };
+        if required.contains(key) {
+            // Said as "required", not as the star drawn after the title.
+            if let Some(control) = field.control() {
+                crate::ui::a11y::set_required(&control);
+            }
+        }
         fields.push((key.clone(), field));
     }
     let problems = gtk::Label::builder()
@@ -257,6 +277,7 @@ pub fn show(
         .halign(gtk::Align::Center)
         .css_classes(["pill"])
         .build();
+    crate::ui::a11y::name_mnemonic(&decline);
     let bottom = adw::PreferencesGroup::new();
     let bottom_box = gtk::Box::new(gtk::Orientation::Vertical, 12);
     bottom_box.append(&problems);
@@ -355,6 +376,10 @@ pub fn show(
     let keys = gtk::ShortcutController::new();
     super::add_close_keys(&keys);
     window.add_controller(keys);
+    // The form opens on its first field, not on Cancel.
+    if let Some(first) = fields.first().and_then(|(_, f)| f.control()) {
+        GtkWindowExt::set_focus(&window, Some(&first));
+    }
     window.present();
     window.upcast()
 }
@@ -406,6 +431,7 @@ fn show_url(
     dialog.add_response("cancel", &gettext("_Cancel"));
     dialog.add_response("decline", &gettext("_Decline"));
     dialog.add_response("open", &gettext("_Open Link"));
+    crate::ui::a11y::name_mnemonics(&dialog);
     dialog.set_response_appearance("open", adw::ResponseAppearance::Suggested);
     dialog.set_default_response(Some("open"));
     dialog.set_close_response("cancel");

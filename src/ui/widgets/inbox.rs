@@ -54,6 +54,7 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
         .description(gettext("Requests and answers from every agent come here"))
         .vexpand(true)
         .build();
+    crate::ui::a11y::name_status_page(&empty);
     let stack = gtk::Stack::new();
     stack.add_named(&scroller, Some("list"));
     stack.add_named(&empty, Some("empty"));
@@ -61,6 +62,7 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
     content.append(&header);
     content.append(&stack);
     window.set_content(Some(&content));
+    crate::ui::a11y::tab_reaches_window_controls(&header);
     let keys = gtk::ShortcutController::new();
     super::add_close_keys(&keys);
     window.add_controller(keys);
@@ -112,6 +114,14 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
                     .subtitle_lines(2)
                     .activatable(true)
                     .build();
+                // Said whole: whose, what waits, since when.
+                crate::ui::a11y::set_label(
+                    &row,
+                    &gettext_f(
+                        "{agent}: {what}",
+                        &[("agent", &title), ("what", &row.subtitle().unwrap_or_default())],
+                    ),
+                );
                 row.add_prefix(&gtk::Image::from_icon_name(icon(item.kind)));
                 row.add_suffix(&gtk::Image::from_icon_name("go-next-symbolic"));
                 row.connect_activated(glib::clone!(

@@ -74,6 +74,7 @@ fn refuse_link(from: &gtk::Label, uri: &str, why: &str) {
     );
     let dialog = adw::MessageDialog::new(window.as_ref(), Some(&gettext("Link Not Opened")), Some(&body));
     dialog.add_response("close", &gettext("_Close"));
+    crate::ui::a11y::name_mnemonics(&dialog);
     dialog.set_destroy_with_parent(true);
     dialog.present();
 }
@@ -89,6 +90,7 @@ pub(super) fn confirm_link(from: &gtk::Label, label: &str, uri: &str) {
     let dialog = adw::MessageDialog::new(window.as_ref(), Some(&gettext("Open This Link?")), Some(&body));
     dialog.add_response("cancel", &gettext("_Cancel"));
     dialog.add_response("open", &gettext("_Open Link"));
+    crate::ui::a11y::name_mnemonics(&dialog);
     dialog.set_default_response(Some("cancel"));
     dialog.set_close_response("cancel");
     // Gone with the window if that closes first (GTK 4.8 warns otherwise).

@@ -165,6 +165,7 @@ impl ParleyWindow {
         crate::ui::a11y::set_label(&entry, &gettext("Title"));
         dialog.set_extra_child(Some(&entry));
         dialog.add_responses(&[("cancel", &gettext("_Cancel")), ("rename", &gettext("_Rename"))]);
+        crate::ui::a11y::name_mnemonics(&dialog);
         dialog.set_response_appearance("rename", adw::ResponseAppearance::Suggested);
         dialog.set_default_response(Some("rename"));
         dialog.set_close_response("cancel");
@@ -196,6 +197,7 @@ impl ParleyWindow {
             )),
         );
         dialog.add_responses(&[("cancel", &gettext("_Cancel")), ("delete", &gettext("_Delete"))]);
+        crate::ui::a11y::name_mnemonics(&dialog);
         dialog.set_response_appearance("delete", adw::ResponseAppearance::Destructive);
         dialog.set_default_response(Some("cancel"));
         dialog.set_close_response("cancel");

@@ -83,6 +83,8 @@ pub mod imp {
         #[template_child]
         pub stalled_restart: TemplateChild<gtk::Button>,
         #[template_child]
+        pub stalled_cancel: TemplateChild<gtk::Button>,
+        #[template_child]
         pub inbox_button: TemplateChild<gtk::Button>,
         #[template_child]
         pub inbox_count: TemplateChild<gtk::Label>,
@@ -257,6 +259,20 @@ impl ParleyWindow {
                 crate::ui::a11y::name_status_page(page);
             }
         });
+        crate::ui::a11y::set_label(&*imp.stalled_cancel, &gettext("Cancel the Turn"));
+        crate::ui::a11y::set_label(&*imp.stalled_restart, &gettext("Restart the Agent"));
+        // GtkSearchBar's own close button has no name ("GtkImage").
+        crate::ui::a11y::for_each_descendant(imp.find_bar.upcast_ref(), &mut |w| {
+            let closes = w
+                .first_child()
+                .and_downcast::<gtk::Image>()
+                .and_then(|i| i.icon_name())
+                .is_some_and(|n| n.contains("close"));
+            if w.is::<gtk::Button>() && closes {
+                crate::ui::a11y::set_label(w, &gettext("Close the Find Bar"));
+            }
+        });
+        crate::ui::a11y::name_mnemonics(&win);
         win
     }
 

@@ -56,6 +56,7 @@ impl ParleyWindow {
             .build();
         dialog.add_response("cancel", &gettext("_Cancel"));
         dialog.add_response("remove", &gettext("_Remove"));
+        crate::ui::a11y::name_mnemonics(&dialog);
         dialog.set_response_appearance("remove", adw::ResponseAppearance::Destructive);
         dialog.set_default_response(Some("cancel"));
         dialog.set_close_response("cancel");
