@@ -175,7 +175,7 @@ def start(limit=20):
     return frame
 
 
-def select_agent_and_send(frame, text):
+def select_agent_and_send(frame, text, send=True):
     # Into the Agents list: Tab until the focus is in it, then the arrows.
     for _ in range(10):
         node = focused(frame)
@@ -193,9 +193,32 @@ def select_agent_and_send(frame, text):
     node = focused(frame)
     if describe(node) != "text 'Message'":
         fail(f"Enter on the agent did not go to the composer: {describe(node)}")
+    if not send:
+        return
     type_text(text)
     press("Return")
     say("sent")
+
+
+def completions(frame):
+    """The / list: the focus stays in the message field, so what it offers
+    is heard: "N matches: FIRST", then the row Down moves to."""
+    select_agent_and_send(frame, "", send=False)
+    before = len(HEARD)
+    press("slash", 1.0)
+    listed = wait_for("the Commands list", lambda: find(frame, lambda n: n.getRoleName() == "list" and n.name == "Commands"), 10)
+    items = [c.name or "" for c in listed if c is not None]
+    if len(items) < 2 or not all(items):
+        fail(f"the Commands list's rows are not named: {items}")
+    if not heard(f"{len(items)} matches: {items[0]}", 10):
+        fail(f"the matches were not heard: {HEARD[before:]}")
+    say(f"heard: {len(items)} matches: {items[0][:30]}")
+    press("Down", 0.5)
+    if not heard(items[1], 10):
+        fail(f"the highlighted match was not heard: {HEARD[before:]}")
+    say(f"heard: {items[1][:30]}")
+    press("Escape", 0.5)
+    press("BackSpace", 0.5)
 
 
 def permission_buttons(frame):
@@ -203,6 +226,7 @@ def permission_buttons(frame):
 
 
 def flow():
+    listen()
     frame = start()
     before = tab_round(frame)
     if not any("Start Demo Agent" in s for s in before):
@@ -257,6 +281,7 @@ def flow():
     wait_for("the editor to close", lambda: len(frames()) == count, 10)
     say("editor closed with Escape")
     frame = start()
+    completions(frame)
     tab_round(frame)
     say("ok")
 

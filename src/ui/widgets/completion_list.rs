@@ -1,9 +1,12 @@
 //! The popover list of the composer's completions (`/` commands, `@`
 //! files): built once above the message field, filled with a row per
 //! match, the first selected. While it is open, Up and Down move (and
-//! wrap), Tab and Enter take the selected row, Escape closes it.
+//! wrap), Tab and Enter take the selected row, Escape closes it. The
+//! focus stays in the message field, so a screen reader hears the list
+//! through announcements: "N matches: FIRST" when it opens or its matches
+//! change, and the row Up or Down moves to.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use gtk::gdk;
 use gtk::prelude::*;
@@ -12,6 +15,9 @@ pub struct CompletionList {
     pub popover: gtk::Popover,
     pub list: gtk::ListBox,
     rows: Cell<i32>,
+    /// What was last announced of the matches, so typing a letter that
+    /// keeps them as they are says nothing new.
+    said: RefCell<String>,
 }
 
 /// What a key did to the list.
@@ -44,6 +50,7 @@ impl CompletionList {
             popover,
             list,
             rows: Cell::new(0),
+            said: RefCell::new(String::new()),
         }
     }
 
@@ -52,21 +59,49 @@ impl CompletionList {
         while let Some(row) = self.list.first_child() {
             self.list.remove(&row);
         }
-        self.rows.set(rows.len() as i32);
+        self.rows.set(i32::try_from(rows.len()).unwrap_or(i32::MAX));
         if rows.is_empty() {
-            self.popover.popdown();
+            self.close();
             return;
         }
+        let n = rows.len();
+        let first = rows.first().map(|l| l.text().to_string()).unwrap_or_default();
         for label in rows {
             label.set_xalign(0.0);
             self.list.append(&label);
+            if let Some(row) = label.parent() {
+                crate::ui::a11y::set_label(&row, &label.text());
+            }
         }
         self.list.select_row(self.list.row_at_index(0).as_ref());
         self.popover.popup();
+        let count = crate::i18n::fill(
+            &crate::i18n::ngettext("{n} match", "{n} matches", u32::try_from(n).unwrap_or(u32::MAX)),
+            &[("n", &n.to_string())],
+        );
+        let text = format!("{count}: {first}");
+        if *self.said.borrow() != text {
+            self.said.replace(text.clone());
+            crate::ui::a11y::announce(&self.popover, &text, crate::ui::a11y::Priority::Medium);
+        }
     }
 
     pub fn close(&self) {
+        self.said.replace(String::new());
         self.popover.popdown();
+    }
+
+    /// Announces the row the selection moved to.
+    fn say_selected(&self) {
+        let text = self
+            .list
+            .selected_row()
+            .and_then(|r| r.child())
+            .and_then(|c| c.downcast::<gtk::Label>().ok())
+            .map(|l| l.text().to_string());
+        if let Some(text) = text {
+            crate::ui::a11y::announce(&self.popover, &text, crate::ui::a11y::Priority::Medium);
+        }
     }
 
     pub fn is_open(&self) -> bool {
@@ -80,14 +115,18 @@ impl CompletionList {
         let current = self.list.selected_row().map(|r| r.index()).unwrap_or(0);
         let n = self.rows.get().max(1);
         match key {
-            gdk::Key::Up => self
-                .list
-                .select_row(self.list.row_at_index((current - 1).rem_euclid(n)).as_ref()),
-            gdk::Key::Down => self
-                .list
-                .select_row(self.list.row_at_index((current + 1) % n).as_ref()),
+            gdk::Key::Up => {
+                self.list
+                    .select_row(self.list.row_at_index((current - 1).rem_euclid(n)).as_ref());
+                self.say_selected();
+            }
+            gdk::Key::Down => {
+                self.list
+                    .select_row(self.list.row_at_index((current + 1) % n).as_ref());
+                self.say_selected();
+            }
             gdk::Key::Tab | gdk::Key::Return | gdk::Key::KP_Enter => return KeyUse::Take(current),
-            gdk::Key::Escape => self.popover.popdown(),
+            gdk::Key::Escape => self.close(),
             _ => return KeyUse::NotMine,
         }
         KeyUse::Used
