@@ -360,6 +360,16 @@ def windows():
     tab_round(shortcuts, 20)
     close_window(count)
     start()
+    # The registry cannot be reached (the test points it at a closed port):
+    # the dialog says it shows the bundled copy, and a reader hears it.
+    listen()
+    add = other_window(["F10", "Up", "Up", "Up", "Up", "Return"], "Add Agent", count)
+    if not heard("Offline", 20):
+        fail(f"\"Offline\" was not heard: {HEARD[-6:]}")
+    say("heard: offline")
+    tab_round(add, 12)
+    close_window(count)
+    start()
     inbox = other_window(["ctrl+i"], "Inbox", count)
     stops = tab_round(inbox, 20)
     if not any("Close" in s for s in stops):

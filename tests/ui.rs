@@ -2747,10 +2747,11 @@ fn keyboard_only_on(mode: &str, width: Option<i32>, config_text: &str) -> Result
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_parley"));
     cmd.arg(&config)
         .env("XDG_STATE_HOME", h.join("state"))
-        .env("XDG_DATA_HOME", h.join("state"))
         .env("XDG_DATA_HOME", h.join("data"))
         .env_remove("NO_AT_BRIDGE")
         .env_remove("GTK_A11Y")
+        // Add Agent stays offline: nothing listens on port 9 here.
+        .env("PARLEY_REGISTRY_URL", "http://127.0.0.1:9/registry.json")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     match width {

@@ -150,6 +150,7 @@ pub fn announce(widget: &impl IsA<gtk::Widget>, text: &str, priority: Priority) 
     let target = widget
         .root()
         .and_then(|r| r.focus())
+        .map(|f| outer_editable(&f).unwrap_or(f))
         .unwrap_or_else(|| widget.clone());
     // Cleared first, so the same text twice is still a change; cleared
     // again a moment later (unless something newer was said), so the
@@ -166,6 +167,18 @@ pub fn announce(widget: &impl IsA<gtk::Widget>, text: &str, priority: Priority) 
             set_description(&target, "");
         }
     });
+}
+
+/// The focus in a search entry, an entry or a password entry is on the
+/// `GtkText` inside, which GTK 4.8 leaves out of the accessible tree: what
+/// it is told no one hears. The field around it is what a reader has.
+fn outer_editable(focus: &gtk::Widget) -> Option<gtk::Widget> {
+    if !focus.is::<gtk::Text>() {
+        return None;
+    }
+    focus
+        .parent()
+        .and_then(|p| p.ancestor(gtk::Editable::static_type()))
 }
 
 thread_local! {
