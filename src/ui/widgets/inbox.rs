@@ -104,23 +104,21 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
                     .as_deref()
                     .map(super::conversation_list::when)
                     .unwrap_or_default();
+                let subtitle = if since.is_empty() {
+                    what(&item)
+                } else {
+                    gettext_f("{what} · {since}", &[("what", &what(&item)), ("since", &since)])
+                };
                 let row = adw::ActionRow::builder()
                     .title(glib::markup_escape_text(&title))
-                    .subtitle(glib::markup_escape_text(&if since.is_empty() {
-                        what(&item)
-                    } else {
-                        gettext_f("{what} · {since}", &[("what", &what(&item)), ("since", &since)])
-                    }))
+                    .subtitle(glib::markup_escape_text(&subtitle))
                     .subtitle_lines(2)
                     .activatable(true)
                     .build();
-                // Said whole: whose, what waits, since when.
+                // Said whole: whose, what waits, since when (unescaped).
                 crate::ui::a11y::set_label(
                     &row,
-                    &gettext_f(
-                        "{agent}: {what}",
-                        &[("agent", &title), ("what", &row.subtitle().unwrap_or_default())],
-                    ),
+                    &gettext_f("{agent}: {what}", &[("agent", &title), ("what", &subtitle)]),
                 );
                 row.add_prefix(&gtk::Image::from_icon_name(icon(item.kind)));
                 row.add_suffix(&gtk::Image::from_icon_name("go-next-symbolic"));
