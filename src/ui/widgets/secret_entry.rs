@@ -164,3 +164,56 @@ fn redraw(entry: &gtk::PasswordEntry, state: &State) {
         t.set_visibility(state.shown.get());
     }
 }
+
+/// The entry of one key a sign-in method wants: a secret's hides it (see
+/// [`SecretEntry`]; a plain one is an `AdwEntryRow`).
+#[derive(Clone)]
+pub enum KeyField {
+    Plain(adw::EntryRow),
+    Secret(SecretEntry),
+}
+
+impl KeyField {
+    /// What was typed.
+    pub fn value(&self) -> String {
+        match self {
+            KeyField::Plain(row) => row.text().to_string(),
+            KeyField::Secret(e) => e.key(),
+        }
+    }
+
+    /// Puts `text` in, as if typed.
+    pub fn set_value(&self, text: &str) {
+        match self {
+            KeyField::Plain(row) => row.set_text(text),
+            KeyField::Secret(e) => e.set_key(text),
+        }
+    }
+
+    /// The control a screen reader reads (its accessible text is what it
+    /// holds: bullets for a secret).
+    pub fn control(&self) -> gtk::Widget {
+        match self {
+            KeyField::Plain(row) => row.clone().upcast(),
+            KeyField::Secret(e) => e.entry().clone().upcast(),
+        }
+    }
+
+    pub fn row(&self) -> gtk::Widget {
+        match self {
+            KeyField::Plain(row) => row.clone().upcast(),
+            KeyField::Secret(e) => e.row().clone().upcast(),
+        }
+    }
+
+    pub fn connect_activate(&self, f: impl Fn() + 'static) {
+        match self {
+            KeyField::Plain(row) => {
+                row.connect_entry_activated(move |_| f());
+            }
+            KeyField::Secret(e) => {
+                e.entry().connect_activate(move |_| f());
+            }
+        }
+    }
+}

@@ -23,7 +23,7 @@ use crate::core::auth::secrets::Secret;
 use crate::core::auth::{AuthKind, AuthMethod, AuthStatus};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::AgentObject;
-use crate::ui::widgets::secret_entry::SecretEntry;
+use crate::ui::widgets::secret_entry::{KeyField, SecretEntry};
 
 /// A sign-in command running on the page.
 pub struct Login {
@@ -56,7 +56,7 @@ mod imp {
         pub login: RefCell<Option<Login>>,
         /// The buttons of the methods (in their order) and the key entries.
         pub buttons: RefCell<Vec<(String, gtk::Button)>>,
-        pub entries: RefCell<HashMap<String, super::KeyField>>,
+        pub entries: RefCell<HashMap<String, KeyField>>,
     }
 
     impl SignInPage {
@@ -637,58 +637,5 @@ impl SignInPage {
                 }
             ),
         );
-    }
-}
-
-/// The entry of one key a sign-in method wants: a secret's hides it (see
-/// [`SecretEntry`]).
-#[derive(Clone)]
-pub enum KeyField {
-    Plain(adw::EntryRow),
-    Secret(SecretEntry),
-}
-
-impl KeyField {
-    /// What was typed.
-    pub fn value(&self) -> String {
-        match self {
-            KeyField::Plain(row) => row.text().to_string(),
-            KeyField::Secret(e) => e.key(),
-        }
-    }
-
-    /// Puts `text` in, as if typed.
-    pub fn set_value(&self, text: &str) {
-        match self {
-            KeyField::Plain(row) => row.set_text(text),
-            KeyField::Secret(e) => e.set_key(text),
-        }
-    }
-
-    /// The control a screen reader reads (its accessible text is what it
-    /// holds: bullets for a secret).
-    pub fn control(&self) -> gtk::Widget {
-        match self {
-            KeyField::Plain(row) => row.clone().upcast(),
-            KeyField::Secret(e) => e.entry().clone().upcast(),
-        }
-    }
-
-    fn row(&self) -> gtk::Widget {
-        match self {
-            KeyField::Plain(row) => row.clone().upcast(),
-            KeyField::Secret(e) => e.row().clone().upcast(),
-        }
-    }
-
-    fn connect_activate(&self, f: impl Fn() + 'static) {
-        match self {
-            KeyField::Plain(row) => {
-                row.connect_entry_activated(move |_| f());
-            }
-            KeyField::Secret(e) => {
-                e.entry().connect_activate(move |_| f());
-            }
-        }
     }
 }
