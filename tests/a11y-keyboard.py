@@ -355,6 +355,18 @@ def windows():
     if not {"Follow System", "Light", "Dark"} <= set(items):
         fail(f"the Theme drop-down's items have no names: {items}")
     press("Escape", 0.6)
+    # The Permissions page: its rule's controls are named too.
+    for _ in range(10):
+        node = focused(prefs)
+        if node is not None and node.getRoleName() == "page tab" and node.name == "Permissions":
+            break
+        press("Tab", 0.3)
+    else:
+        fail("the Permissions page tab is not in the Tab order")
+    press("space", 1.0)
+    stops = tab_round(prefs, 20)
+    if not any("Decision of rule 1: Reject" in s for s in stops):
+        fail(f"the rule's decision is not a named Tab stop: {stops}")
     close_window(count)
     shortcuts = other_window(["ctrl+shift+question"], "Keyboard Shortcuts", count)
     tab_round(shortcuts, 20)

@@ -2803,7 +2803,13 @@ fn keyboard_only_flow(_app: &adw::Application) -> Result<(), String> {
 }
 
 fn keyboard_only_other_windows(_app: &adw::Application) -> Result<(), String> {
-    keyboard_only("windows", None)
+    // One rule, so the Permissions page has controls to Tab through.
+    let config = demo_config(true).replacen(
+        "{\n",
+        "{\n  \"permissions\": [{\"kind\": \"delete\", \"decision\": \"reject\"}],\n",
+        1,
+    );
+    keyboard_only_on("windows", None, &config)
 }
 
 /// Signing in with a key, by keyboard and screen reader (see the script's

@@ -222,6 +222,29 @@ pub fn for_each_descendant(root: &gtk::Widget, f: &mut dyn FnMut(&gtk::Widget)) 
     }
 }
 
+/// Names a drop-down, and the button inside it that takes the focus
+/// ("GtkToggleButton" otherwise): "LABEL: CHOSEN", kept up as the choice
+/// changes.
+pub fn name_drop_down(drop_down: &gtk::DropDown, label: &str) {
+    set_label(drop_down, label);
+    let name = |d: &gtk::DropDown, label: &str| {
+        let chosen = d
+            .selected_item()
+            .and_downcast::<gtk::StringObject>()
+            .map(|s| s.string().to_string())
+            .unwrap_or_default();
+        let text = format!("{label}: {chosen}");
+        for_each_descendant(d.upcast_ref(), &mut |w| {
+            if w.is::<gtk::ToggleButton>() {
+                set_label(w, &text);
+            }
+        });
+    };
+    name(drop_down, label);
+    let label = label.to_owned();
+    drop_down.connect_selected_notify(move |d| name(d, &label));
+}
+
 /// An `AdwStatusPage` scrolls its content in a scrolled window of its own,
 /// which GTK 4.8 puts in the Tab order as an unnamed "scroll pane". It
 /// stays a Tab stop (taking it out leaves GTK 4.8's list view, when it is

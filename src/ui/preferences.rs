@@ -174,7 +174,7 @@ impl Rules {
             decision.set_selected(u32::from(
                 rule.decision == crate::core::config::model::Decision::Reject,
             ));
-            crate::ui::a11y::set_label(
+            crate::ui::a11y::name_drop_down(
                 &decision,
                 &crate::i18n::gettext_f("Decision of rule {n}", &[("n", &n)]),
             );
