@@ -260,6 +260,7 @@ pub fn name_status_page(page: &adw::StatusPage) {
 
 /// GTK leaves the window's own buttons (Close) out of the Tab order: in a
 /// dialog with little else, Tab must reach them too.
+///
 /// The controls make their buttons when the header is rooted and again when
 /// the layout changes, so this runs now and each time the header is mapped.
 /// GTK 4.8 makes the buttons, and some of the parts that hold them,
