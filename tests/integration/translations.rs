@@ -63,14 +63,23 @@ fn every_file_that_marks_strings_is_listed() {
     );
 }
 
+/// Runs a gettext tool (installed by build-aux/install-deps.sh); its
+/// standard error, which is where `msgfmt --statistics` reports.
+fn run(command: &mut Command) -> String {
+    let out = command.output().unwrap_or_else(|e| panic!("{command:?}: {e}"));
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "{command:?}: {stderr}");
+    stderr
+}
+
 #[test]
 fn every_marked_string_has_a_german_translation() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let pot = dir.path().join("parley.pot");
     let files = listed();
-    // The same keywords as po/meson.build; xgettext picks the language from
-    // each file's extension (.ui is a GtkBuilder file).
-    let out = Command::new("xgettext")
+    // The same keywords as po/meson.build. Rust is read as C (near enough
+    // for string literals and calls); a .ui file as a GtkBuilder file.
+    let pot = dir.path().join("parley.pot");
+    run(Command::new("xgettext")
         .current_dir(root())
         .args([
             "--keyword=gettext",
@@ -79,49 +88,25 @@ fn every_marked_string_has_a_german_translation() {
         ])
         .args(["--from-code=UTF-8", "--language=C", "-o"])
         .arg(&pot)
-        .args(files.iter().filter(|f| f.ends_with(".rs")))
-        .output()
-        .expect("xgettext (gettext) is installed by build-aux/install-deps.sh");
-    assert!(
-        out.status.success(),
-        "xgettext: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .args(files.iter().filter(|f| f.ends_with(".rs"))));
     let ui_pot = dir.path().join("ui.pot");
-    let out = Command::new("xgettext")
+    run(Command::new("xgettext")
         .current_dir(root())
         .arg("-o")
         .arg(&ui_pot)
-        .args(files.iter().filter(|f| f.ends_with(".ui")))
-        .output()
-        .expect("xgettext");
-    assert!(
-        out.status.success(),
-        "xgettext: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .args(files.iter().filter(|f| f.ends_with(".ui"))));
     let mut untranslated = Vec::new();
     for template in [&pot, &ui_pot] {
         let merged = dir.path().join("merged.po");
-        let out = Command::new("msgmerge")
+        run(Command::new("msgmerge")
             .args(["--quiet", "--no-fuzzy-matching", "-o"])
             .arg(&merged)
             .arg(root().join("po/de.po"))
-            .arg(template)
-            .output()
-            .expect("msgmerge");
-        assert!(
-            out.status.success(),
-            "msgmerge: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .arg(template));
         // The statistics count every entry, even one whose msgid spans lines.
-        let out = Command::new("msgfmt")
+        let stats = run(Command::new("msgfmt")
             .args(["--statistics", "-o", "/dev/null"])
-            .arg(&merged)
-            .output()
-            .expect("msgfmt");
-        let stats = String::from_utf8_lossy(&out.stderr).to_string();
+            .arg(&merged));
         if stats.contains("untranslated") || stats.contains("fuzzy") {
             let out = Command::new("msgattrib")
                 .args(["--untranslated", "--no-obsolete"])

@@ -44,7 +44,6 @@ impl SecretEntry {
         // First, before GTK's accessibility connects to the same signal (it
         // would report what was typed, before the bullets replace it).
         follow_edits(&entry, &state);
-        crate::ui::a11y::set_label(&entry, title);
         let show = gtk::ToggleButton::builder()
             .icon_name("view-reveal-symbolic")
             .valign(gtk::Align::Center)
