@@ -191,7 +191,7 @@ fn ingest_core(n: usize, history: bool) -> Duration {
     let dir = tempfile::tempdir().expect("tempdir");
     let (rt, core, rx) = core_with(dir.path(), json!([{"name": "demo", "command": demo()}]), history);
     let ours = rt.block_on(async {
-        core.supervisor.start("demo").await.expect("start");
+        core.agents.start("demo").await.expect("start");
         while rx.try_recv().is_ok() {}
         let mut sink = std::io::BufWriter::new(std::io::sink());
         let t = Instant::now();
@@ -249,9 +249,9 @@ fn bench_start() -> (Duration, Duration) {
             .map(|_| {
                 rt.block_on(async {
                     let t = Instant::now();
-                    core.supervisor.start("demo").await.expect("start");
+                    core.agents.start("demo").await.expect("start");
                     let took = t.elapsed();
-                    core.supervisor.stop("demo").await.expect("stop");
+                    core.agents.stop("demo").await.expect("stop");
                     took
                 })
             })
@@ -373,8 +373,8 @@ fn bench_files() {
 /// written through the writer, a 10,000-message conversation read back,
 /// and a search over 100,000 stored messages, each against a floor.
 fn bench_history() {
-    use parley::core::chat::message::{Message, Part, PartKind, Role};
     use parley::core::history::{History, Op};
+    use parley::core::types::message::{Message, Part, PartKind, Role};
     let dir = tempfile::tempdir().expect("tempdir");
     let (h, _) = History::open(&dir.path().join("h.sqlite3")).expect("open");
     let conv = |id: &str| Op::Conversation {

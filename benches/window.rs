@@ -100,7 +100,7 @@ fn core_time(n: usize) -> Duration {
     let dir = tempfile::tempdir().expect("tempdir");
     let (core, rx) = core_on(dir.path());
     parley::ui::runtime::runtime().block_on(async {
-        core.supervisor.start("demo").await.expect("start");
+        core.agents.start("demo").await.expect("start");
         while rx.try_recv().is_ok() {}
         let t = Instant::now();
         core.chat.send("demo", &format!("flood {n} 40")).expect("send");
@@ -140,7 +140,7 @@ fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, Vec<Dur
     let win = shown_window(app, &core, rx);
     win.select_agent("demo");
     parley::ui::runtime::runtime()
-        .block_on(core.supervisor.start("demo"))
+        .block_on(core.agents.start("demo"))
         .expect("start");
     spin_until(Duration::from_millis(300), || false);
 
@@ -264,7 +264,7 @@ fn floor_stream_time(app: &adw::Application, n: usize) -> (Duration, Vec<Duratio
     let dir = tempfile::tempdir().expect("tempdir");
     let (core, rx) = core_on(dir.path());
     parley::ui::runtime::runtime()
-        .block_on(core.supervisor.start("demo"))
+        .block_on(core.agents.start("demo"))
         .expect("start");
     while rx.try_recv().is_ok() {}
     // The text so far, and whether the turn has ended.
@@ -700,7 +700,7 @@ fn terminal_core_time(bytes: usize) -> Duration {
     let dir = tempfile::tempdir().expect("tempdir");
     let (core, rx) = core_on(dir.path());
     parley::ui::runtime::runtime().block_on(async {
-        core.supervisor.start("demo").await.expect("start");
+        core.agents.start("demo").await.expect("start");
         while rx.try_recv().is_ok() {}
         let t = Instant::now();
         core.chat
@@ -730,7 +730,7 @@ fn terminal_figure(app: &adw::Application, bytes: usize) {
     let win = shown_window(app, &c, rx);
     win.select_agent("demo");
     parley::ui::runtime::runtime()
-        .block_on(c.supervisor.start("demo"))
+        .block_on(c.agents.start("demo"))
         .expect("start");
     spin_until(Duration::from_millis(300), || false);
     let frames: Rc<RefCell<Vec<Instant>>> = Rc::default();
@@ -818,8 +818,8 @@ fn rss_kb() -> u64 {
 
 /// Message `i` of the long conversation: a question, an answer with a
 /// code block, an edit with its diff, a command with output, in turn.
-fn long_message(i: usize) -> parley::core::chat::message::Message {
-    use parley::core::chat::message::{Diff, Location, Message, Part, Role, ToolCall};
+fn long_message(i: usize) -> parley::core::types::message::Message {
+    use parley::core::types::message::{Diff, Location, Message, Part, Role, ToolCall};
     let role = if i.is_multiple_of(4) {
         Role::User
     } else {
@@ -1371,7 +1371,7 @@ fn idle_memory_figure(app: &adw::Application) {
     let before = rss_kb();
     for i in 1..=4 {
         parley::ui::runtime::runtime()
-            .block_on(core.supervisor.start(&format!("demo{i}")))
+            .block_on(core.agents.start(&format!("demo{i}")))
             .expect("start");
     }
     win.select_agent("demo1");
@@ -1570,10 +1570,10 @@ fn stream_figure(app: &adw::Application, n: usize) {
 /// A stored conversation of `n` messages (questions and Markdown answers),
 /// and `others` one-message conversations, written to the history.
 fn store_history(core: &parley::core::services::Core, n: usize, others: usize) -> String {
-    use parley::core::chat::message::{Message, Part, Role};
     use parley::core::history::Op;
-    let history = core.chat.history().expect("history");
-    let config = core.current().path;
+    use parley::core::types::message::{Message, Part, Role};
+    let history = core.history.store().expect("history");
+    let config = core.config.current().path;
     let writer = history.writer();
     let conversation = |id: &str| Op::Conversation {
         id: id.to_owned(),
@@ -1617,7 +1617,7 @@ fn open_figure(app: &adw::Application) {
     let dir = tempfile::tempdir().expect("tempdir");
     let (core, rx) = core_on(dir.path());
     let id = store_history(&core, 10_000, 1_000);
-    let history = core.chat.history().expect("history");
+    let history = core.history.store().expect("history");
     let floors: Vec<Duration> = (0..5)
         .map(|_| {
             let t = Instant::now();

@@ -19,10 +19,10 @@
 //!     ([`core::supervisor::lifecycle`]; every change of state goes through
 //!     it), processes and the stop sequence ([`core::supervisor::process`])
 //!     beneath a guardian ([`core::supervisor::guardian`]), the launch
-//!     doctor ([`core::supervisor::launch`]), limits and the idle check. Its
+//!     doctor ([`core::launch`]), limits and the idle check. Its
 //!     `impl` is split along its seams: start, stop, handler, logs, idle.
 //!   - [`core::chat`]: conversations, the message model, permissions;
-//!     permission rules ([`core::chat::rules`]: pure matching, first match
+//!     permission rules ([`core::config::rules`]: pure matching, first match
 //!     wins, the agent's own option), elicitation (`chat::elicitation`:
 //!     forms checked against their schema, links), hung turns (the silence
 //!     watch, a Cancel's grace) and the inbox's items.

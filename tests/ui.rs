@@ -961,7 +961,7 @@ fn a_long_code_block_is_a_source_view(_app: &adw::Application) -> Result<(), Str
 /// focus; rows are children in the order they are read, and are exposed
 /// as a list's items.
 fn a_long_conversation_binds_only_its_page(app: &adw::Application) -> Result<(), String> {
-    use parley::core::chat::message::{Message, Part, Role};
+    use parley::core::types::message::{Message, Part, Role};
     use parley::ui::models::MessageObject;
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
@@ -1625,7 +1625,7 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &auth_config("images,embedded", cwd.path()))?;
     select_demo(&f)?;
     parley::ui::runtime::runtime()
-        .block_on(f.core.supervisor.start("demo"))
+        .block_on(f.core.agents.start("demo"))
         .map_err(|e| e.to_string())?;
     spin_until("the pickers", Duration::from_secs(10), || {
         picker(&f, "model").is_some() && picker(&f, "brief").is_some()
@@ -1838,13 +1838,13 @@ fn send_and_wait(f: &Fixture, text: &str) -> Result<(), String> {
 /// read-only with "Continue in a New Conversation", search finds a word
 /// and jumps to it, and Ctrl+F finds in the conversation.
 fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), String> {
-    use parley::core::chat::message::{Message, Part, Role};
     use parley::core::history::Op;
+    use parley::core::types::message::{Message, Part, Role};
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
     // A thousand older conversations, as months of use leave them.
-    let history = f.core.chat.history().ok_or("no history")?;
-    let config = f.core.current().path;
+    let history = f.core.history.store().ok_or("no history")?;
+    let config = f.core.config.current().path;
     for i in 0..1000 {
         let id = format!("old-{i:04}");
         history.writer().send(Op::Conversation {
@@ -1916,7 +1916,7 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
     gtk::prelude::WidgetExt::activate_action(&f.win, "win.new-conversation", None)
         .map_err(|e| e.to_string())?;
     parley::ui::runtime::runtime()
-        .block_on(f.core.supervisor.restart("demo"))
+        .block_on(f.core.agents.restart("demo"))
         .map_err(|e| e.to_string())?;
     gtk::prelude::WidgetExt::activate_action(&f.win, "win.open-conversation", Some(&first.to_variant()))
         .map_err(|e| e.to_string())?;
@@ -1934,7 +1934,9 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
     save_png(&f.win, "21-read-only")?;
 
     // Search everything, and jump to the hit.
-    let search = parley::ui::widgets::history_search::show(&f.win);
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.search-conversations", None)
+        .map_err(|e| e.to_string())?;
+    let search = spin_find_window(app, "Search Conversations")?;
     let entry = descendant_search_entry(search.upcast_ref()).ok_or("no search entry")?;
     entry.set_text("lazy");
     spin_until("a hit", Duration::from_secs(5), || {
@@ -2090,15 +2092,15 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     spin_until("the rule in use", Duration::from_secs(10), || {
-        f.core.current().permissions.len() == 1
+        f.core.config.current().permissions.len() == 1
     })?;
-    let saved = std::fs::read_to_string(&f.core.current().path).map_err(|e| e.to_string())?;
+    let saved = std::fs::read_to_string(&f.core.config.current().path).map_err(|e| e.to_string())?;
     if !saved.starts_with("// test\n") || !saved.contains("\"permissions\"") {
         return Err(format!("the configuration: {saved}"));
     }
     // Restarted (the agent's own "always" is gone), the rule answers.
     parley::ui::runtime::runtime()
-        .block_on(f.core.supervisor.restart("alpha"))
+        .block_on(f.core.agents.restart("alpha"))
         .map_err(|e| e.to_string())?;
     f.core.chat.send("alpha", &edit).map_err(|e| e.to_string())?;
     spin_until("answered by the rule", Duration::from_secs(20), || {
@@ -2249,8 +2251,8 @@ fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
         .find(|b| b.label().as_deref() == Some("_Add Agent…"))
         .ok_or("no Add Agent… on the empty sidebar")?;
     save_png(&f.win, "30-empty-sidebar-add-agent")?;
-    std::fs::write(&f.core.current().path, original).map_err(|e| e.to_string())?;
-    f.core.reload();
+    std::fs::write(&f.core.config.current().path, original).map_err(|e| e.to_string())?;
+    f.core.config.reload();
     spin_until("codex in the sidebar", Duration::from_secs(5), || {
         f.win.agent("codex").is_some()
     })?;
@@ -2329,7 +2331,7 @@ fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
         return Err("the sign-in page is not for the new agent".into());
     }
     save_png(&f.win, "32-added-then-sign-in")?;
-    let text = std::fs::read_to_string(&f.core.current().path).map_err(|e| e.to_string())?;
+    let text = std::fs::read_to_string(&f.core.config.current().path).map_err(|e| e.to_string())?;
     if !text.starts_with("// mine\n{\n  \"agents\": [\n    // by hand\n    {\"name\": \"codex\", \"command\": \"codex-acp\"},\n    {\n      \"name\": \"demo-signin\"") {
         return Err(format!("the configuration: {text}"));
     }
@@ -2346,7 +2348,7 @@ fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
                 .into_bytes(),
         ),
     );
-    parley::ui::runtime::runtime().block_on(f.core.registry_list(true));
+    parley::ui::runtime::runtime().block_on(f.core.registry.list(true));
     spin_until("update available in the sidebar", Duration::from_secs(5), || {
         f.win
             .agent("demo-signin")
@@ -2359,7 +2361,7 @@ fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
         f.win
             .agent("demo-signin")
             .is_some_and(|a| a.update_available().is_empty())
-            && std::fs::read_to_string(&f.core.current().path)
+            && std::fs::read_to_string(&f.core.config.current().path)
                 .is_ok_and(|t| t.contains("\"version\": \"1.1.0\""))
     })?;
 
@@ -2375,7 +2377,7 @@ fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
     spin_until("the agent gone", Duration::from_secs(10), || {
         f.win.agent("demo-signin").is_none()
     })?;
-    let after = std::fs::read_to_string(&f.core.current().path).map_err(|e| e.to_string())?;
+    let after = std::fs::read_to_string(&f.core.config.current().path).map_err(|e| e.to_string())?;
     if after != original {
         return Err(format!("not the file as it was: {after}"));
     }
@@ -2429,7 +2431,7 @@ fn claude_pickers(app: &adw::Application) -> Result<(), String> {
     let f = open_window(app, &config.to_string())?;
     select_demo(&f)?;
     parley::ui::runtime::runtime()
-        .block_on(f.core.supervisor.start("demo"))
+        .block_on(f.core.agents.start("demo"))
         .map_err(|e| e.to_string())?;
     spin_until("claude's pickers", Duration::from_secs(30), || {
         picker(&f, "mode").is_some() && picker(&f, "model").is_some() && picker(&f, "effort").is_some()

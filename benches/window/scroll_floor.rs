@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use adw::prelude::*;
 use gtk::{glib, pango};
-use parley::core::chat::message::{Message, Part};
+use parley::core::types::message::{Message, Part};
 
 use super::{log_frames, spin_until, Frames};
 

@@ -181,7 +181,7 @@ fn options(args: &[String]) -> Result<Opts, String> {
 /// Sets `--mode`, `--model` and `--option` on the agent's session before
 /// the message goes (opening the session first).
 async fn apply_settings(core: &Core, agent: &str, settings: &[(String, String)]) -> Result<(), String> {
-    use parley::core::chat::controls::{self, OptionValue};
+    use parley::core::types::options::{self as controls, OptionValue};
     if settings.is_empty() {
         return Ok(());
     }
@@ -275,13 +275,13 @@ fn send(args: &[String]) -> ExitCode {
             print_event(&out, &e, false);
         }
         out.flush();
-        let conv = core.conversation(agent).ok();
+        let conv = core.chat.conversation(agent).ok();
         let ended_well = conv
             .and_then(|c| {
                 c.messages
                     .into_iter()
                     .rev()
-                    .find(|m| m.role != parley::core::chat::message::Role::User)
+                    .find(|m| m.role != parley::core::types::message::Role::User)
             })
             .is_some_and(|m| m.stop_reason == Some(agent_client_protocol_schema::v1::StopReason::EndTurn));
         if ended_well {
@@ -312,7 +312,7 @@ fn core(config: Option<PathBuf>, watch: bool) -> Option<(Core, EventReceiver)> {
 /// Tells (on standard error) that the conversation is not kept, when the
 /// history is read-only here (a window writes it) or could not be opened.
 fn say_if_not_kept(core: &Core) {
-    let status = core.chat.history_status();
+    let status = core.history.status();
     if !status.writable {
         eprintln!(
             "parley-cli: {}",
@@ -343,11 +343,8 @@ fn history(command: &str, args: &[String]) -> ExitCode {
         let Some((core, _rx)) = core(config, false) else {
             return 2;
         };
-        if core.chat.history().is_none() {
-            eprintln!(
-                "parley-cli: {}",
-                core.chat.history_status().error.unwrap_or_default()
-            );
+        if core.history.store().is_none() {
+            eprintln!("parley-cli: {}", core.history.status().error.unwrap_or_default());
             return 1;
         }
         let result: Result<String, String> = match command {
@@ -357,17 +354,12 @@ fn history(command: &str, args: &[String]) -> ExitCode {
                 .await
                 .map(|l| serde_json::to_string(&l).unwrap_or_default())
                 .map_err(String::from),
-            "search" => core
-                .chat
-                .search(&rest[0], 100)
-                .await
-                .map(|hits| {
-                    hits.iter()
-                        .map(|h| serde_json::to_string(h).unwrap_or_default())
-                        .collect::<Vec<_>>()
-                        .join("\n")
-                })
-                .map_err(String::from),
+            "search" => core.history.search(&rest[0], 100).await.map(|hits| {
+                hits.iter()
+                    .map(|h| serde_json::to_string(h).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }),
             _ => match core.chat.open(&rest[0], &rest[1]).await {
                 Ok(_) => core.chat.export(&rest[0]).map_err(String::from),
                 Err(e) => Err(e.to_string()),
@@ -422,15 +414,17 @@ fn registry(args: &[String]) -> ExitCode {
         let call = async {
             match words.as_slice() {
                 ["list"] => {
-                    serde_json::to_value(core.registry_list(refresh).await).map_err(|e| e.to_string())
+                    serde_json::to_value(core.registry.list(refresh).await).map_err(|e| e.to_string())
                 }
-                ["add", id] => core.registry_add(id).await.map(|name| json!({"added": name})),
+                ["add", id] => core.registry.add(id).await.map(|name| json!({"added": name})),
                 ["update", rest @ ..] => core
-                    .registry_update(rest.first().copied())
+                    .registry
+                    .update(rest.first().copied())
                     .await
                     .map(|names| json!({"updated": names})),
                 ["remove", agent] => core
-                    .registry_remove(agent, delete_files)
+                    .registry
+                    .remove(agent, delete_files)
                     .await
                     .map(|_| json!({"removed": agent})),
                 _ => Err(String::new()),
@@ -543,14 +537,19 @@ fn serve(args: &[String]) -> ExitCode {
                 print_event(&events_out, &e, events_rx.is_empty());
                 let titles = |agent: &str| {
                     channels_core
-                        .agent_list()
+                        .agents
+                        .list()
                         .into_iter()
                         .find(|a| a.name == agent)
                         .map(|a| a.title)
                         .unwrap_or_else(|| agent.to_owned())
                 };
                 if let Some(notice) = watch.notice(&e, &titles) {
-                    parley::core::channels::run_commands(&channels_core.current().channels, &notice, &handle);
+                    parley::core::channels::run_commands(
+                        &channels_core.config.current().channels,
+                        &notice,
+                        &handle,
+                    );
                 }
             }
         });
@@ -619,7 +618,7 @@ fn serve(args: &[String]) -> ExitCode {
         // End of input: every call still gets its answer (a start ends
         // within the handshake timeout), then every agent is stopped with
         // the spec's sequence, then Parley exits.
-        let limit = core.supervisor.timings().handshake_timeout + std::time::Duration::from_secs(10);
+        let limit = core.agents.timings().handshake_timeout + std::time::Duration::from_secs(10);
         let _ = tokio::time::timeout(limit, async { while calls.join_next().await.is_some() {} }).await;
         calls.abort_all();
         core.shutdown().await;
@@ -654,12 +653,12 @@ fn auth(args: &[String]) -> ExitCode {
             return 2;
         };
         let result = match method {
-            None => core.auth_methods(&agent).await.map(|_| ()).map_err(String::from),
+            None => core.auth.methods(&agent).await.map(|_| ()).map_err(String::from),
             Some(method) => auth_sign_in(&core, &agent, &method).await,
         };
         let code = match result {
             Ok(()) => {
-                if let Ok(status) = core.auth_status(&agent) {
+                if let Ok(status) = core.auth.status(&agent) {
                     println!("{}", serde_json::to_string(&status).unwrap_or_default());
                 }
                 0
@@ -676,22 +675,27 @@ fn auth(args: &[String]) -> ExitCode {
 }
 
 async fn auth_sign_in(core: &Core, agent: &str, method_id: &str) -> Result<(), String> {
-    use parley::core::auth::{secrets::Secret, AuthKind};
-    let status = core.auth_methods(agent).await?;
+    use parley::core::auth::AuthKind;
+    use parley::core::secrets::Secret;
+    let status = core.auth.methods(agent).await?;
     let method = status
         .methods
         .iter()
         .find(|m| m.id == method_id)
         .ok_or_else(|| parley::core::auth::AuthError::UnknownMethod(method_id.to_owned()).to_string())?;
     if let AuthKind::Terminal { .. } = method.kind {
-        let mut terminal = core.login_terminal(agent, method_id).await?;
+        let mut terminal = core.auth.login_terminal(agent, method_id).await?;
         let Some(master) = terminal.take_terminal() else {
             return Err(gettext("the terminal could not be opened"));
         };
         relay_terminal(master);
         let status = terminal.wait().await;
         tokio::spawn(terminal.end());
-        return core.login_finished(agent, status).await.map_err(String::from);
+        return core
+            .auth
+            .login_finished(agent, status)
+            .await
+            .map_err(String::from);
     }
     let mut values = Vec::new();
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
@@ -711,7 +715,10 @@ async fn auth_sign_in(core: &Core, agent: &str, method_id: &str) -> Result<(), S
         }
         values.push((key.name.clone(), Secret::new(value)));
     }
-    core.sign_in(agent, method_id, values).await.map_err(String::from)
+    core.auth
+        .sign_in(agent, method_id, values)
+        .await
+        .map_err(String::from)
 }
 
 /// Copies this program's input to the terminal and the terminal's output

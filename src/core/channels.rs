@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::core::config::model::{Channel, ChannelKind};
 use crate::core::events::{ElicitationRequest, Event, PermissionRequest};
-use crate::core::supervisor::lifecycle::AgentState;
+use crate::core::types::AgentState;
 
 /// What a channel is told.
 #[derive(Debug, Clone, Serialize)]

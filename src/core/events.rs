@@ -6,10 +6,10 @@
 use serde::Serialize;
 
 pub use crate::core::auth::AuthStatus;
-use crate::core::chat::controls::SessionOption;
-use crate::core::chat::message::{Message, Part, PartKind, PermissionOption, ToolCall, Usage};
-use crate::core::config::Problem;
-use crate::core::supervisor::lifecycle::AgentState;
+use crate::core::types::message::{Message, Part, PartKind, PermissionOption, ToolCall, Usage};
+use crate::core::types::options::SessionOption;
+use crate::core::types::problem::Problem;
+use crate::core::types::AgentState;
 
 /// The events and their spec names, written once: the macro makes both the
 /// serde names and [`Event::name`].
@@ -53,8 +53,8 @@ events! {
     ConversationSwitched(ConversationSwitched) = "conversation:switched",
     ConversationsChanged(ConversationsChanged) = "conversations:changed",
     HistoryStatus(HistoryStatus) = "history:status",
-    RegistryProgress(crate::core::registry::service::Progress) = "registry:progress",
-    RegistryChanged(crate::core::registry::service::Changed) = "registry:changed",
+    RegistryProgress(Progress) = "registry:progress",
+    RegistryChanged(Changed) = "registry:changed",
     TurnStalled(TurnStalled) = "turn:stalled",
     ElicitationRequested(ElicitationRequest) = "elicitation:requested",
     ElicitationResolved(ElicitationResolved) = "elicitation:resolved",
@@ -296,6 +296,32 @@ pub struct HistoryStatus {
     pub writable: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// `registry:progress`: an install's download or unpacking.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Progress {
+    pub id: String,
+    /// `download` or `unpack`.
+    pub phase: &'static str,
+    pub done: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total: Option<u64>,
+}
+
+/// `registry:changed`: the registry was read again; these configured
+/// agents have a newer version in it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Changed {
+    pub updates: Vec<Update>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Update {
+    pub agent: String,
+    pub id: String,
+    pub installed: String,
+    pub available: String,
 }
 
 #[cfg(test)]

@@ -83,7 +83,7 @@ impl FileIndex {
                 // Shown in a list and written into the message: a name
                 // with control or invisible reordering characters is not
                 // offered.
-                if crate::core::chat::controls::shown_text(&rel, usize::MAX) == rel {
+                if crate::core::types::options::shown_text(&rel, usize::MAX) == rel {
                     paths.push(rel.into_owned());
                 }
             }

@@ -4,7 +4,7 @@
 //! It lives in the library so that every Parley program can be it: the
 //! `parley-demo-agent` program, and `parley --demo-agent` /
 //! `parley-cli --demo-agent` for a tree where only `parley` was built
-//! (`cargo run`). See `core::supervisor::launch::bundled`.
+//! (`cargo run`). See `core::launch::bundled`.
 //!
 //! Why one file of some 880 lines: it is test tooling, a script of prompt
 //! keywords read top to bottom; the hostile scripts live apart

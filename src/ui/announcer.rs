@@ -6,7 +6,7 @@
 use gtk::glib;
 use gtk::prelude::*;
 
-use crate::core::chat::message::{Part, Role};
+use crate::core::types::message::{Part, Role};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::{AgentObject, MessageObject, PermissionObject};
 use crate::ui::widgets::{Composer, PermissionBanner};

@@ -141,7 +141,7 @@ fn ensure_window(app: &adw::Application, config: Option<PathBuf>) -> Option<Parl
         app.imp().model.replace(Some(model.clone()));
     }
     let win = new_window(app, &model);
-    let current = core.current();
+    let current = core.config.current();
     if !current.valid {
         if let Some(p) = current.problems.first() {
             win.toast(&crate::i18n::gettext_f(
@@ -156,7 +156,7 @@ fn ensure_window(app: &adw::Application, config: Option<PathBuf>) -> Option<Parl
 fn open_config(win: &ParleyWindow, path: PathBuf) {
     let core = win.core().clone();
     runtime::call(
-        async move { core.open(&path).await.map_err(String::from) },
+        async move { core.config.open(&path).await.map_err(String::from) },
         glib::clone!(
             #[weak]
             win,

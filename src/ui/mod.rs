@@ -27,6 +27,7 @@ pub mod preferences;
 pub mod runtime;
 pub mod settings;
 pub mod smoke;
+pub mod style;
 pub mod terminals;
 pub mod theme;
 pub mod widgets;

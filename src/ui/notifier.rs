@@ -137,7 +137,7 @@ fn notify_with(app: &gtk::Application, core: &Core, notice: Notice<'_>) {
         permission,
         elicitation,
     } = notice;
-    let current = core.current();
+    let current = core.config.current();
     for channel in &current.channels {
         if !channel.events.iter().any(|e| e == event) {
             continue;

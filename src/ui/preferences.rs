@@ -12,7 +12,7 @@ use crate::ui::runtime;
 /// Shows Preferences over `parent`, whose `win.toast` action shows errors.
 /// `rules_first`: open at the Permissions page.
 pub fn show(parent: &gtk::Window, core: &Core, rules_first: bool) {
-    let current = core.current();
+    let current = core.config.current();
     let prefs = adw::PreferencesWindow::builder()
         .transient_for(parent)
         .search_enabled(false)
@@ -152,7 +152,7 @@ impl Rules {
         for row in self.rows.take() {
             self.group.remove(&row);
         }
-        let rules = self.core.current().permissions;
+        let rules = self.core.config.current().permissions;
         let mut rows = Vec::new();
         if rules.is_empty() {
             let row = adw::ActionRow::builder()
@@ -164,7 +164,7 @@ impl Rules {
         for (i, rule) in rules.iter().enumerate() {
             let n = (i + 1).to_string();
             let row = adw::ActionRow::builder()
-                .title(glib::markup_escape_text(&crate::core::chat::rules::describe(
+                .title(glib::markup_escape_text(&crate::core::config::rules::describe(
                     rule,
                 )))
                 .subtitle(crate::i18n::gettext_f("Rule {n}", &[("n", &n)]))
@@ -217,7 +217,7 @@ impl Rules {
         let core = self.core.clone();
         let this = std::rc::Rc::downgrade(self);
         runtime::call(
-            async move { core.edit_config(|text| Ok((change(text)?, ()))).await },
+            async move { core.config.edit(|text| Ok((change(text)?, ()))).await },
             move |r: Result<(), String>| {
                 let Some(this) = this.upgrade() else { return };
                 if let (Err(e), Some(parent)) = (r, this.parent.upgrade()) {
@@ -233,7 +233,8 @@ fn set(parent: &gtk::Window, core: &Core, key: &'static str, value: serde_json::
     let core = core.clone();
     runtime::call(
         async move {
-            core.edit_config(|text| Ok((crate::core::config::edit::set_top_level(text, key, &value)?, ())))
+            core.config
+                .edit(|text| Ok((crate::core::config::edit::set_top_level(text, key, &value)?, ())))
                 .await
         },
         glib::clone!(

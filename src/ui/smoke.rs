@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use adw::prelude::*;
 use gtk::glib;
 
-use crate::core::chat::message::Role;
 use crate::core::config::store::Source;
+use crate::core::types::message::Role;
 use crate::ui::models::MessageObject;
 use crate::ui::window::ParleyWindow;
 
@@ -50,7 +50,7 @@ pub fn start(app: &adw::Application, win: &ParleyWindow) {
     if std::env::var_os(VAR).is_none() {
         return;
     }
-    let current = win.core().current();
+    let current = win.core().config.current();
     if !current.created || current.source != Source::Default || !current.valid {
         let text = format!(
             "the window did not start on a default configuration it created (path {}, created {}, valid {})",
@@ -73,7 +73,7 @@ pub fn start(app: &adw::Application, win: &ParleyWindow) {
             Ok(None) => {
                 let agents: Vec<String> = win
                     .core()
-                    .supervisor
+                    .agents
                     .list()
                     .iter()
                     .map(|a| format!("{} {:?} {:?}", a.name, a.state, a.error))
@@ -119,7 +119,7 @@ struct Progress {
 /// it is listed, then waits for the agent's finished answer.
 fn step(win: &ParleyWindow, progress: &Progress) -> Result<Option<String>, String> {
     let sent = &progress.sent;
-    let Some(agent) = win.core().supervisor.list().into_iter().next() else {
+    let Some(agent) = win.core().agents.list().into_iter().next() else {
         return Ok(None);
     };
     if !sent.get() {

@@ -3,14 +3,14 @@
 
 use std::time::Duration;
 
-use parley::core::chat::message::Role;
 use parley::core::events::Event;
+use parley::core::types::message::Role;
 use serde_json::json;
 
 use crate::common::*;
 
 fn answer(h: &Harness) -> String {
-    let conv = h.core.conversation("a").expect("conv");
+    let conv = h.core.chat.conversation("a").expect("conv");
     conv.messages
         .iter()
         .rev()
@@ -28,7 +28,7 @@ async fn unknown_methods_get_32601_and_unknown_updates_are_logged() {
     h.core.chat.send("a", "unknown-update").expect("send");
     h.wait_idle("a").await;
     assert_eq!(answer(&h), "sent unknown things", "the turn goes on");
-    let logs = h.core.supervisor.logs("a").expect("logs");
+    let logs = h.core.agents.logs("a").expect("logs");
     assert!(
         logs.iter().any(|l| l.contains("telepathy")),
         "unknown update kinds are logged: {logs:?}"
@@ -56,7 +56,7 @@ async fn chunks_with_split_surrogates_bad_utf8_or_a_bom_keep_their_text() {
         answer(&h),
         "split:[\u{FFFD}\u{FFFD}] pair:[😀] bad:[\u{FFFD}\u{FFFD}] bom:[ok]"
     );
-    let logs = h.core.supervisor.logs("a").expect("logs");
+    let logs = h.core.agents.logs("a").expect("logs");
     assert!(!logs.iter().any(|l| l.contains("skipped a line")), "{logs:?}");
 }
 
@@ -75,7 +75,7 @@ async fn a_permission_request_for_an_unknown_session_is_refused() {
         !h.seen.iter().any(|e| matches!(e, Event::PermissionRequested(_))),
         "no permission was shown"
     );
-    let logs = h.core.supervisor.logs("a").expect("logs");
+    let logs = h.core.agents.logs("a").expect("logs");
     assert!(
         logs.iter().any(|l| l.contains("refused a permission request")),
         "{logs:?}"
@@ -130,7 +130,7 @@ async fn fs_reads_and_writes_stay_inside_the_agent_cwd() {
     send(&h, format!("fs-write {}/evil.txt nope", outside.path().display()));
     h.wait_idle("a").await;
     assert!(!outside.path().join("evil.txt").exists());
-    let logs = h.core.supervisor.logs("a").expect("logs");
+    let logs = h.core.agents.logs("a").expect("logs");
     assert!(
         logs.iter().any(|l| l.contains("refused fs/write_text_file")),
         "{logs:?}"
@@ -149,7 +149,7 @@ async fn a_full_turn_with_the_python_sdk_example_agent() {
     let mut h = Harness::new(&[a]);
     h.core.chat.send("py", "hello from parley").expect("send");
     h.wait_idle("py").await;
-    let conv = h.core.conversation("py").expect("conv");
+    let conv = h.core.chat.conversation("py").expect("conv");
     let m = conv
         .messages
         .iter()
@@ -158,7 +158,7 @@ async fn a_full_turn_with_the_python_sdk_example_agent() {
         .expect("an answer");
     assert_eq!(
         m.stop_reason
-            .map(|r| parley::core::chat::message::wire_name(&r))
+            .map(|r| parley::core::types::message::wire_name(&r))
             .as_deref(),
         Some("end_turn"),
         "{m:?}"

@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use parley::core::chat::message::{MessageCode, Part, Role};
 use parley::core::events::Event;
+use parley::core::types::message::{MessageCode, Part, Role};
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -21,7 +21,7 @@ fn config(rules: Value, silence: &str) -> String {
 
 /// The text of the agent's last answer.
 fn last_answer(h: &Harness) -> String {
-    let conv = h.core.conversation("demo").expect("conversation");
+    let conv = h.core.chat.conversation("demo").expect("conversation");
     conv.messages
         .iter()
         .rev()
@@ -79,7 +79,7 @@ async fn rules_answer_with_the_agents_own_option_and_leave_the_rest_to_the_user(
     // Allowed by rule 1: the agent gets allow-once, the user is not asked.
     assert!(!turn(&mut h, "ask execute - Run cargo test").await);
     assert_eq!(last_answer(&h), "permission answer: allow-once");
-    let conv = h.core.conversation("demo").expect("conversation");
+    let conv = h.core.chat.conversation("demo").expect("conversation");
     let mark = conv
         .messages
         .iter()
@@ -126,12 +126,14 @@ async fn a_rule_of_another_agent_or_an_invalid_glob_does_not_answer() {
     );
     let problems = h
         .core
+        .config
         .validate(&config(json!([{"title": "[oops", "decision": "allow"}]), "0"));
     let p = problems.iter().find(|p| !p.warning).expect("an error");
     assert!(p.message.contains("permissions[0].title: not a glob"), "{p:?}");
     assert!(p.line > 1, "{p:?}");
     let problems = h
         .core
+        .config
         .validate(&config(json!([{"kind": "edits", "decision": "allow"}]), "0"));
     assert!(
         problems
@@ -199,7 +201,7 @@ async fn a_cancel_the_agent_ignores_ends_the_turn_after_ten_seconds() {
         took >= Duration::from_secs(9) && took < Duration::from_secs(15),
         "{took:?}"
     );
-    let conv = h.core.conversation("demo").expect("conversation");
+    let conv = h.core.chat.conversation("demo").expect("conversation");
     let note = conv
         .messages
         .iter()

@@ -4,11 +4,11 @@
 use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
-use parley::core::auth::secrets::Secret;
 use parley::core::auth::{AuthError, AuthKind, AuthStatus};
-use parley::core::chat::message::Role;
 use parley::core::events::Event;
-use parley::core::supervisor::lifecycle::AgentState;
+use parley::core::secrets::Secret;
+use parley::core::types::message::Role;
+use parley::core::types::AgentState;
 use serde_json::json;
 
 use crate::common::*;
@@ -34,7 +34,7 @@ impl Harness {
 /// Whether the keyring can be used here; with `PARLEY_TEST_KEYRING=1`
 /// (build-aux/with-keyring.sh, as `.ci/run` runs the tests) it must be.
 pub(crate) async fn keyring_or_skip(what: &str) -> bool {
-    let probe = parley::core::auth::secrets::save(
+    let probe = parley::core::secrets::save(
         "/parley-test/probe",
         "probe",
         &[("PROBE".into(), Secret::new("probe".into()))],
@@ -42,7 +42,7 @@ pub(crate) async fn keyring_or_skip(what: &str) -> bool {
     .await;
     match probe {
         Ok(()) => {
-            let _ = parley::core::auth::secrets::forget("/parley-test/probe", "probe").await;
+            let _ = parley::core::secrets::forget("/parley-test/probe", "probe").await;
             true
         }
         Err(e) if std::env::var("PARLEY_TEST_KEYRING").as_deref() == Ok("1") => {
@@ -70,12 +70,13 @@ async fn an_agent_method_signs_in_and_the_waiting_message_is_sent_again() {
         .seen
         .iter()
         .any(|e| matches!(e, Event::MessageRemoved(r) if r.agent == "a")));
-    let conv = h.core.conversation("a").expect("conversation");
+    let conv = h.core.chat.conversation("a").expect("conversation");
     assert_eq!(conv.messages.len(), 1, "{:?}", conv.messages);
     assert!(conv.messages[0].queued && conv.messages[0].id == id);
-    assert!(h.core.agent_list()[0].needs_sign_in);
+    assert!(h.core.agents.list()[0].needs_sign_in);
 
     h.core
+        .auth
         .sign_in("a", "demo-login", Vec::new())
         .await
         .expect("signed in");
@@ -83,10 +84,10 @@ async fn an_agent_method_signs_in_and_the_waiting_message_is_sent_again() {
     h.wait_idle("a").await;
     let answer = h.answer("a");
     assert_eq!(answer.text(), "after sign-in");
-    let conv = h.core.conversation("a").expect("conversation");
+    let conv = h.core.chat.conversation("a").expect("conversation");
     assert_eq!(conv.messages.len(), 2, "sent again, once: {:?}", conv.messages);
     assert!(!conv.messages[0].queued);
-    assert!(!h.core.agent_list()[0].needs_sign_in);
+    assert!(!h.core.agents.list()[0].needs_sign_in);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -95,29 +96,30 @@ async fn a_refused_sign_in_shows_the_agents_words_and_logout_signs_out() {
     h.core.chat.send("a", "echo hi").expect("send");
     h.wait_needs_sign_in("a", true).await;
     h.wait_idle("a").await;
-    let refused = h.core.sign_in("a", "demo-refuse", Vec::new()).await;
+    let refused = h.core.auth.sign_in("a", "demo-refuse", Vec::new()).await;
     let Err(AuthError::Failed(why)) = refused else {
         panic!("{refused:?}")
     };
     assert!(why.contains("Wrong password"), "{why}");
-    let status = h.core.auth_status("a").expect("status");
+    let status = h.core.auth.status("a").expect("status");
     assert!(status.needs_sign_in);
     assert!(status.message.unwrap_or_default().contains("Wrong password"));
     assert_eq!(
-        h.core.sign_in("a", "nope", Vec::new()).await,
+        h.core.auth.sign_in("a", "nope", Vec::new()).await,
         Err(AuthError::UnknownMethod("nope".into()))
     );
     h.core
+        .auth
         .sign_in("a", "demo-login", Vec::new())
         .await
         .expect("signed in");
     h.wait_idle("a").await;
-    h.core.logout("a").await.expect("signed out");
-    assert!(h.core.auth_status("a").expect("status").needs_sign_in);
+    h.core.auth.logout("a").await.expect("signed out");
+    assert!(h.core.auth.status("a").expect("status").needs_sign_in);
     // After signing out, the agent refuses again.
     h.core.chat.send("a", "echo again").expect("send");
     h.wait_idle("a").await;
-    let conv = h.core.conversation("a").expect("conversation");
+    let conv = h.core.chat.conversation("a").expect("conversation");
     assert!(conv
         .messages
         .last()
@@ -130,7 +132,7 @@ async fn a_slow_sign_in_can_be_cancelled() {
     h.core.chat.send("a", "echo hi").expect("send");
     h.wait_needs_sign_in("a", true).await;
     let core = h.core.clone();
-    let slow = tokio::spawn(async move { core.sign_in("a", "demo-slow", Vec::new()).await });
+    let slow = tokio::spawn(async move { core.auth.sign_in("a", "demo-slow", Vec::new()).await });
     h.wait_for(
         "signing in",
         Duration::from_secs(10),
@@ -139,17 +141,17 @@ async fn a_slow_sign_in_can_be_cancelled() {
     .await;
     // One at a time.
     assert_eq!(
-        h.core.sign_in("a", "demo-login", Vec::new()).await,
+        h.core.auth.sign_in("a", "demo-login", Vec::new()).await,
         Err(AuthError::Busy)
     );
     let t = Instant::now();
-    h.core.cancel_sign_in("a").await.expect("cancel");
+    h.core.auth.cancel("a").await.expect("cancel");
     let result = slow.await.expect("join");
     assert_eq!(result, Err(AuthError::Cancelled));
     h.wait_state("a", AgentState::Stopped).await;
     assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
-    assert_eq!(h.core.supervisor.state("a"), Some(AgentState::Stopped));
-    let status = h.core.auth_status("a").expect("status");
+    assert_eq!(h.core.agents.state("a"), Some(AgentState::Stopped));
+    let status = h.core.auth.status("a").expect("status");
     assert!(status.needs_sign_in && status.signing_in.is_none(), "{status:?}");
 }
 
@@ -189,6 +191,7 @@ async fn a_terminal_sign_in_restarts_the_agent_and_sends_the_message() {
     // A "no" fails, with the status.
     let mut login = h
         .core
+        .auth
         .login_terminal("t", "demo-terminal")
         .await
         .expect("terminal");
@@ -204,17 +207,22 @@ async fn a_terminal_sign_in_restarts_the_agent_and_sends_the_message() {
     .expect("join");
     assert!(first.starts_with("Demo sign-in for Parley"), "{first:?}");
     let status = login.wait().await;
-    let failed = h.core.login_finished("t", status).await;
+    let failed = h.core.auth.login_finished("t", status).await;
     assert!(
         matches!(&failed, Err(AuthError::Failed(w)) if w.contains("exit status: 1")),
         "{failed:?}"
     );
-    assert!(h.core.auth_status("t").expect("status").needs_sign_in);
+    assert!(h.core.auth.status("t").expect("status").needs_sign_in);
 
     // The legacy form, answered "yes": the agent is restarted and the
     // message goes.
     let generation_before = h.states("t").len();
-    let mut login = h.core.login_terminal("t", "demo-legacy").await.expect("terminal");
+    let mut login = h
+        .core
+        .auth
+        .login_terminal("t", "demo-legacy")
+        .await
+        .expect("terminal");
     let mut tty = std::fs::File::from(login.take_terminal().expect("its side"));
     let _tty = tokio::task::spawn_blocking(move || {
         read_until(&mut tty, "Type yes", Duration::from_secs(10));
@@ -225,7 +233,7 @@ async fn a_terminal_sign_in_restarts_the_agent_and_sends_the_message() {
     .expect("join");
     let status = login.wait().await;
     assert!(status.is_some_and(|s| s.success()), "{status:?}");
-    h.core.login_finished("t", status).await.expect("signed in");
+    h.core.auth.login_finished("t", status).await.expect("signed in");
     h.wait_idle("t").await;
     assert_eq!(h.answer("t").text(), "signed in by terminal");
     assert!(
@@ -248,7 +256,7 @@ async fn a_sign_in_elsewhere_is_noticed_and_cancel_drops_waiting_messages() {
     h.wait_needs_sign_in("t", true).await;
     h.wait_idle("t").await;
     h.core.chat.cancel("t").expect("cancel");
-    let conv = h.core.conversation("t").expect("conversation");
+    let conv = h.core.chat.conversation("t").expect("conversation");
     let m = conv
         .messages
         .iter()
@@ -259,12 +267,12 @@ async fn a_sign_in_elsewhere_is_noticed_and_cancel_drops_waiting_messages() {
     h.core.chat.send("t", "echo first").expect("send");
     h.wait_idle("t").await;
     std::fs::write(cwd.path().join(".parley-demo-signed-in"), "by hand").expect("sign in by hand");
-    h.core.supervisor.restart("t").await.expect("restart");
+    h.core.agents.restart("t").await.expect("restart");
     h.core.chat.send("t", "echo second").expect("send");
     h.wait_needs_sign_in("t", false).await;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let conv = h.core.conversation("t").expect("conversation");
+        let conv = h.core.chat.conversation("t").expect("conversation");
         let answers: Vec<String> = conv
             .messages
             .iter()
@@ -289,10 +297,11 @@ async fn a_terminal_sign_in_leaves_no_process_behind() {
     let h = Harness::new(&[a]);
     // The agent itself carries the marker too: stopped once its methods
     // are known, so that only the sign-in command's processes are left.
-    h.core.auth_methods("t").await.expect("methods");
-    h.core.supervisor.stop("t").await.expect("stop");
+    h.core.auth.methods("t").await.expect("methods");
+    h.core.agents.stop("t").await.expect("stop");
     let mut login = h
         .core
+        .auth
         .login_terminal("t", "demo-terminal")
         .await
         .expect("terminal");
@@ -316,6 +325,7 @@ async fn a_terminal_sign_in_leaves_no_process_behind() {
     // Dropped without an end: the guardian's lifeline ends it.
     let mut login = h
         .core
+        .auth
         .login_terminal("t", "demo-terminal")
         .await
         .expect("terminal");
@@ -341,15 +351,17 @@ async fn a_saved_key_goes_to_the_keyring_and_to_every_start_and_nowhere_else() {
     assert!(status.message.unwrap_or_default().contains("DEMO_API_KEY"));
     assert_eq!(
         h.core
+            .auth
             .sign_in("e", "demo-key", vec![("OTHER".into(), Secret::new("x".into()))])
             .await,
         Err(AuthError::BadKey("OTHER".into()))
     );
     assert_eq!(
-        h.core.sign_in("e", "demo-key", Vec::new()).await,
+        h.core.auth.sign_in("e", "demo-key", Vec::new()).await,
         Err(AuthError::KeysMissing(vec!["DEMO_API_KEY".into()]))
     );
     h.core
+        .auth
         .sign_in(
             "e",
             "demo-key",
@@ -360,11 +372,11 @@ async fn a_saved_key_goes_to_the_keyring_and_to_every_start_and_nowhere_else() {
     h.wait_idle("e").await;
     assert_eq!(h.answer("e").text(), "with a key");
     assert_eq!(
-        h.core.auth_status("e").expect("status").saved_keys,
+        h.core.auth.status("e").expect("status").saved_keys,
         ["DEMO_API_KEY"]
     );
     // At every start: a restart still has it.
-    h.core.supervisor.restart("e").await.expect("restart");
+    h.core.agents.restart("e").await.expect("restart");
     h.core.chat.send("e", "echo after a restart").expect("send");
     h.wait_idle("e").await;
     assert_eq!(h.answer("e").text(), "after a restart");
@@ -375,14 +387,14 @@ async fn a_saved_key_goes_to_the_keyring_and_to_every_start_and_nowhere_else() {
         .map(|e| serde_json::to_string(e).unwrap_or_default())
         .collect();
     assert!(!events.contains(&secret));
-    let logs = h.core.supervisor.logs("e").expect("logs").join("\n");
+    let logs = h.core.agents.logs("e").expect("logs").join("\n");
     assert!(!logs.contains(&secret));
     assert!(!read(&h.path()).contains(&secret));
     let index = read(&parley::core::config::store::state_file("saved-keys.json"));
     assert!(index.contains("DEMO_API_KEY") && !index.contains(&secret));
     // Forgotten: the next start has no key, and the agent asks again.
-    h.core.forget_keys("e").await.expect("forget");
-    assert!(h.core.auth_status("e").expect("status").saved_keys.is_empty());
+    h.core.auth.forget_keys("e").await.expect("forget");
+    assert!(h.core.auth.status("e").expect("status").saved_keys.is_empty());
     h.core.chat.send("e", "echo without").expect("send");
     h.wait_needs_sign_in("e", true).await;
     h.wait_idle("e").await;
@@ -428,7 +440,7 @@ async fn parley_cli_auth_reads_a_key_from_stdin_and_never_prints_it() {
     let no_value = run(&["auth", "e", "demo-key"], "");
     assert_eq!(no_value.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&no_value.stderr).contains("DEMO_API_KEY"));
-    let _ = parley::core::auth::secrets::forget(&config.display().to_string(), "e").await;
+    let _ = parley::core::secrets::forget(&config.display().to_string(), "e").await;
 }
 
 #[test]
@@ -524,6 +536,7 @@ async fn codex_with_a_fake_key_gets_past_authentication_to_a_network_error() {
         .find(|m| matches!(&m.kind, AuthKind::EnvVar { vars } if vars[0].name == "CODEX_API_KEY"))
         .expect("the CODEX_API_KEY method");
     h.core
+        .auth
         .sign_in(
             "codex",
             &method.id,
@@ -540,8 +553,8 @@ async fn codex_with_a_fake_key_gets_past_authentication_to_a_network_error() {
         error.contains("stream disconnected") || error.contains("error sending request"),
         "{answer:?}"
     );
-    assert!(!h.core.auth_status("codex").expect("status").needs_sign_in);
-    let _ = h.core.forget_keys("codex").await;
+    assert!(!h.core.auth.status("codex").expect("status").needs_sign_in);
+    let _ = h.core.auth.forget_keys("codex").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -568,6 +581,7 @@ async fn gemini_with_a_fake_key_gets_past_its_missing_key_message() {
         .expect("gemini-api-key");
     assert_eq!(method.keys()[0].name, "GEMINI_API_KEY");
     h.core
+        .auth
         .sign_in(
             "gemini",
             "gemini-api-key",
@@ -583,14 +597,14 @@ async fn gemini_with_a_fake_key_gets_past_its_missing_key_message() {
         |e| matches!(e, Event::MessageUpdated(u) if u.agent == "gemini" && u.message.role == Role::Agent),
     )
     .await;
-    assert!(!h.core.auth_status("gemini").expect("status").needs_sign_in);
+    assert!(!h.core.auth.status("gemini").expect("status").needs_sign_in);
     // (Its retries do not heed session/cancel: the agent is stopped.)
-    h.core.supervisor.stop("gemini").await.expect("stop");
+    h.core.agents.stop("gemini").await.expect("stop");
     h.turn_ends("gemini").await;
-    let conv = h.core.conversation("gemini").expect("conversation");
+    let conv = h.core.chat.conversation("gemini").expect("conversation");
     let all = serde_json::to_string(&conv).unwrap_or_default();
     assert!(!all.contains("missing or not configured"), "{all}");
-    let _ = h.core.forget_keys("gemini").await;
+    let _ = h.core.auth.forget_keys("gemini").await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -600,7 +614,7 @@ async fn claudes_terminal_login_starts_and_shows_its_first_line() {
         return;
     };
     let h = real(&[claude]);
-    let status = h.core.auth_methods("claude").await.expect("methods");
+    let status = h.core.auth.methods("claude").await.expect("methods");
     let method = status
         .methods
         .iter()
@@ -611,6 +625,7 @@ async fn claudes_terminal_login_starts_and_shows_its_first_line() {
     );
     let mut login = h
         .core
+        .auth
         .login_terminal("claude", &method.id)
         .await
         .expect("terminal");

@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use parley::core::chat::message::{wire_name, Part, Role};
 use parley::core::events::Event;
+use parley::core::types::message::{wire_name, Part, Role};
 
 use crate::common::*;
 
 fn agent_text(h: &Harness, agent: &str) -> String {
-    let conv = h.core.conversation(agent).expect("conversation");
+    let conv = h.core.chat.conversation(agent).expect("conversation");
     conv.messages
         .iter()
         .filter(|m| m.role == Role::Agent)
@@ -18,8 +18,8 @@ fn agent_text(h: &Harness, agent: &str) -> String {
         .join("|")
 }
 
-fn last_agent_message(h: &Harness, agent: &str) -> parley::core::chat::message::Message {
-    let conv = h.core.conversation(agent).expect("conversation");
+fn last_agent_message(h: &Harness, agent: &str) -> parley::core::types::message::Message {
+    let conv = h.core.chat.conversation(agent).expect("conversation");
     conv.messages
         .into_iter()
         .rev()
@@ -50,7 +50,7 @@ async fn a_flood_of_100k_chunks_arrives_whole_and_in_order() {
         .seen
         .iter()
         .filter_map(|e| match e {
-            Event::MessageDelta(d) if d.kind == parley::core::chat::message::PartKind::Text => {
+            Event::MessageDelta(d) if d.kind == parley::core::types::message::PartKind::Text => {
                 d.text.as_deref()
             }
             _ => None,
@@ -69,7 +69,7 @@ async fn each_stop_reason_ends_the_agent_message() {
         let m = last_agent_message(&h, "a");
         assert_eq!(
             m.stop_reason
-                .map(|r| parley::core::chat::message::wire_name(&r))
+                .map(|r| parley::core::types::message::wire_name(&r))
                 .as_deref(),
             Some(reason)
         );
@@ -95,7 +95,7 @@ async fn messages_sent_while_busy_are_queued_and_go_out_in_order() {
     for n in 1..=3 {
         h.core.chat.send("a", &format!("echo {n}")).expect("send");
     }
-    let conv = h.core.conversation("a").expect("conv");
+    let conv = h.core.chat.conversation("a").expect("conv");
     assert_eq!(conv.queued, 3);
     assert!(conv
         .messages
@@ -108,7 +108,7 @@ async fn messages_sent_while_busy_are_queued_and_go_out_in_order() {
     })
     .await;
     h.wait_idle("a").await;
-    let conv = h.core.conversation("a").expect("conv");
+    let conv = h.core.chat.conversation("a").expect("conv");
     let order: Vec<String> = conv
         .messages
         .iter()
@@ -139,7 +139,7 @@ async fn cancel_answers_permissions_drops_the_queue_and_ends_cancelled() {
     assert_eq!(request.rejections, 0);
     let q1 = h.core.chat.send("a", "echo one").expect("queued");
     let q2 = h.core.chat.send("a", "echo two").expect("queued");
-    assert_eq!(h.core.conversation("a").expect("conv").permissions.len(), 1);
+    assert_eq!(h.core.chat.conversation("a").expect("conv").permissions.len(), 1);
     h.core.chat.cancel("a").expect("cancel");
     h.wait_for(
         "permission resolved",
@@ -148,7 +148,7 @@ async fn cancel_answers_permissions_drops_the_queue_and_ends_cancelled() {
     )
     .await;
     h.wait_idle("a").await;
-    let conv = h.core.conversation("a").expect("conv");
+    let conv = h.core.chat.conversation("a").expect("conv");
     for id in [&q1, &q2] {
         let m = conv
             .messages
@@ -161,7 +161,7 @@ async fn cancel_answers_permissions_drops_the_queue_and_ends_cancelled() {
     let m = last_agent_message(&h, "a");
     assert_eq!(
         m.stop_reason
-            .map(|r| parley::core::chat::message::wire_name(&r))
+            .map(|r| parley::core::types::message::wire_name(&r))
             .as_deref(),
         Some("cancelled")
     );
@@ -211,7 +211,7 @@ async fn rejections_count_the_refusals_of_the_turn() {
 }
 
 /// The (status, output) of each tool call of `m`.
-fn closed_tools(m: &parley::core::chat::message::Message) -> Vec<(String, String)> {
+fn closed_tools(m: &parley::core::types::message::Message) -> Vec<(String, String)> {
     m.parts
         .iter()
         .filter_map(|p| match p {
@@ -226,7 +226,7 @@ async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
     let mut h = Harness::new(&[agent("a", "")]);
     h.core.chat.send("a", "change the greeting").expect("send");
     let p = h.next_permission().await;
-    assert_eq!(parley::core::chat::message::wire_name(&p.tool_call.kind), "edit");
+    assert_eq!(parley::core::types::message::wire_name(&p.tool_call.kind), "edit");
     assert_eq!(
         p.tool_call.diffs.len(),
         1,
@@ -237,7 +237,7 @@ async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
     let m = last_agent_message(&h, "a");
     assert_eq!(
         m.stop_reason
-            .map(|r| parley::core::chat::message::wire_name(&r))
+            .map(|r| parley::core::types::message::wire_name(&r))
             .as_deref(),
         Some("end_turn")
     );
@@ -269,7 +269,7 @@ async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
         .iter()
         .all(|e| wire_name(&e.status) == "completed"));
     assert!(m.text().contains("you allowed the edit"));
-    let usage = h.core.conversation("a").expect("conv").usage;
+    let usage = h.core.chat.conversation("a").expect("conv").usage;
     assert!(usage.used > 0 && usage.size == 200_000);
     assert!(h
         .seen
@@ -296,7 +296,7 @@ async fn usage_and_slash_commands() {
     let mut h = Harness::new(&[agent("a", "")]);
     h.core.chat.send("a", "usage 1234 0").expect("send");
     h.wait_idle("a").await;
-    let conv = h.core.conversation("a").expect("conv");
+    let conv = h.core.chat.conversation("a").expect("conv");
     assert_eq!(
         (conv.usage.used, conv.usage.size),
         (1234, 0),
@@ -328,11 +328,11 @@ async fn a_crash_mid_turn_ends_the_message_and_a_restart_is_announced() {
     );
     h.core.chat.send("a", "echo again").expect("send");
     h.wait_idle("a").await;
-    let conv = h.core.conversation("a").expect("conv");
+    let conv = h.core.chat.conversation("a").expect("conv");
     let restarted = conv
         .messages
         .iter()
-        .filter(|m| m.code == Some(parley::core::chat::message::MessageCode::AgentRestarted))
+        .filter(|m| m.code == Some(parley::core::types::message::MessageCode::AgentRestarted))
         .count();
     assert_eq!(restarted, 1);
     assert_eq!(last_agent_message(&h, "a").text(), "again");
@@ -346,7 +346,7 @@ async fn an_agent_that_cannot_start_gives_agent_unavailable() {
     let sys = h.system_message("a");
     assert_eq!(
         sys.code,
-        Some(parley::core::chat::message::MessageCode::AgentUnavailable)
+        Some(parley::core::types::message::MessageCode::AgentUnavailable)
     );
     assert!(
         sys.error
@@ -364,10 +364,10 @@ async fn authentication_required_asks_for_a_sign_in() {
     let mut h = Harness::new(&[agent("a", "auth-required")]);
     h.core.chat.send("a", "hello").expect("send");
     h.wait_idle("a").await;
-    let status = h.core.auth_status("a").expect("status");
+    let status = h.core.auth.status("a").expect("status");
     assert!(status.needs_sign_in, "{status:?}");
     assert_eq!(status.message.as_deref(), Some("Authentication required"));
-    let conv = h.core.conversation("a").expect("conversation");
+    let conv = h.core.chat.conversation("a").expect("conversation");
     assert_eq!(conv.messages.len(), 1, "no system message: {:?}", conv.messages);
     assert!(conv.messages[0].queued);
 }
@@ -381,8 +381,8 @@ async fn unknown_agents_and_empty_text_are_errors() {
     assert!(unknown.to_string().contains("unknown agent"));
     assert_eq!(h.core.chat.send("a", "  \n "), Err(ChatError::EmptyText));
     assert!(h.core.chat.cancel("nobody").is_err());
-    assert!(h.core.conversation("nobody").is_err());
-    assert!(h.core.conversation("a").expect("empty").messages.is_empty());
+    assert!(h.core.chat.conversation("nobody").is_err());
+    assert!(h.core.chat.conversation("a").expect("empty").messages.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -411,7 +411,7 @@ async fn a_tool_call_id_reused_in_a_later_turn_starts_a_new_card() {
     h.wait_idle("a").await;
     h.core.chat.send("a", "tool same-1 second step").expect("send");
     h.wait_idle("a").await;
-    let conv = h.core.conversation("a").expect("conversation");
+    let conv = h.core.chat.conversation("a").expect("conversation");
     let titles: Vec<Vec<String>> = conv
         .messages
         .iter()

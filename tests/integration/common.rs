@@ -5,9 +5,9 @@ use std::time::{Duration, Instant};
 
 use parley::core::events::{Event, EventReceiver};
 use parley::core::services::{Core, Options};
-use parley::core::supervisor::lifecycle::AgentState;
 use parley::core::supervisor::process::StopTimings;
 use parley::core::supervisor::Timings;
+use parley::core::types::AgentState;
 use serde_json::{json, Value};
 
 pub fn demo() -> &'static str {
@@ -190,7 +190,8 @@ impl Harness {
         while Instant::now() < deadline {
             if self
                 .core
-                .agent_list()
+                .agents
+                .list()
                 .iter()
                 .any(|a| a.name == agent && a.state == state)
             {
@@ -198,15 +199,15 @@ impl Harness {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        panic!("{agent} never became {state:?}: {:?}", self.core.agent_list());
+        panic!("{agent} never became {state:?}: {:?}", self.core.agents.list());
     }
 
     /// The first system message of the agent's conversation.
-    pub fn system_message(&self, agent: &str) -> parley::core::chat::message::Message {
-        let conv = self.core.conversation(agent).expect("conversation");
+    pub fn system_message(&self, agent: &str) -> parley::core::types::message::Message {
+        let conv = self.core.chat.conversation(agent).expect("conversation");
         conv.messages
             .into_iter()
-            .find(|m| m.role == parley::core::chat::message::Role::System)
+            .find(|m| m.role == parley::core::types::message::Role::System)
             .expect("a system message")
     }
 

@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use parley::core::events::Event;
-use parley::core::supervisor::lifecycle::AgentState::*;
+use parley::core::types::AgentState::*;
 
 use crate::common::*;
 
@@ -15,14 +15,15 @@ async fn save_writes_valid_text_byte_for_byte_and_never_invalid_text() {
     let before = std::fs::read(&path).expect("read");
     let problems = h
         .core
+        .config
         .save("{\n  \"agents\": [ {\"name\": \"a\"} ]\n}")
         .expect("answer");
     assert!(!problems.is_empty() && !problems[0].warning, "{problems:?}");
     assert_eq!(std::fs::read(&path).expect("read"), before, "untouched");
     let text = "// mine\n{\n  \"agents\": [], // none\n}\n";
-    assert!(h.core.save(text).expect("saved").is_empty());
+    assert!(h.core.config.save(text).expect("saved").is_empty());
     assert_eq!(std::fs::read_to_string(&path).expect("read"), text);
-    assert_eq!(h.core.content().expect("content"), text);
+    assert_eq!(h.core.config.content().expect("content"), text);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -31,7 +32,7 @@ async fn save_keeps_the_file_permissions() {
     let h = Harness::new(&[]);
     let path = h.path();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-    assert!(h.core.save("{}").expect("saved").is_empty());
+    assert!(h.core.config.save("{}").expect("saved").is_empty());
     let mode = std::fs::metadata(&path).expect("meta").permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
@@ -111,26 +112,26 @@ async fn edits_in_place_by_rename_and_by_delete_and_recreate_are_picked_up() {
 
     std::fs::write(&path, config_text(&[agent("a", ""), agent("b", "")], 4, "0")).expect("in place");
     let t1 = expect_change(&mut h, "an in-place write").await;
-    assert_eq!(h.core.agent_list().len(), 2);
+    assert_eq!(h.core.agents.list().len(), 2);
 
     let tmp = path.with_extension("swp");
     std::fs::write(&tmp, config_text(&[agent("c", "")], 4, "0")).expect("tmp");
     std::fs::rename(&tmp, &path).expect("rename");
     let t2 = expect_change(&mut h, "a rename-replace").await;
-    assert_eq!(h.core.agent_list()[0].name, "c");
+    assert_eq!(h.core.agents.list()[0].name, "c");
 
     std::fs::remove_file(&path).expect("delete");
     tokio::time::sleep(Duration::from_millis(150)).await;
     std::fs::write(&path, config_text(&[agent("d", "")], 4, "0")).expect("recreate");
     let t3 = expect_change(&mut h, "delete then recreate").await;
-    assert_eq!(h.core.agent_list()[0].name, "d");
+    assert_eq!(h.core.agents.list()[0].name, "d");
     eprintln!("picked up after {t1:?}, {t2:?}, {t3:?}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_invalid_edit_keeps_the_agents_running_and_reports_problems() {
     let mut h = Harness::with(&config_text(&[agent("a", "")], 4, "0"), fast(), true);
-    h.core.supervisor.start("a").await.expect("start");
+    h.core.agents.start("a").await.expect("start");
     std::fs::write(h.path(), "{ \"agents\": [ oops ] }").expect("write");
     match h
         .wait_for("config:changed", Duration::from_secs(3), |e| {
@@ -149,12 +150,12 @@ async fn an_invalid_edit_keeps_the_agents_running_and_reports_problems() {
         }
         _ => unreachable!(),
     }
-    let list = h.core.agent_list();
+    let list = h.core.agents.list();
     assert_eq!((list[0].name.as_str(), list[0].state), ("a", Ready));
-    let current = h.core.current();
+    let current = h.core.config.current();
     assert!(!current.valid && !current.problems.is_empty());
     assert_eq!(
-        h.core.content().expect("content"),
+        h.core.config.content().expect("content"),
         "{ \"agents\": [ oops ] }",
         "nothing is overwritten"
     );
@@ -167,15 +168,20 @@ async fn open_stops_agents_and_forgets_conversations() {
     h.wait_idle("a").await;
     let other = h.dir.path().join("other.json");
     std::fs::write(&other, config_text(&[agent("x", "")], 4, "0")).expect("write");
-    h.core.open(&other).await.expect("open");
+    h.core.config.open(&other).await.expect("open");
     h.wait_state("a", Stopped).await;
-    let names: Vec<String> = h.core.agent_list().into_iter().map(|a| a.name).collect();
+    let names: Vec<String> = h.core.agents.list().into_iter().map(|a| a.name).collect();
     assert_eq!(names, vec!["x"]);
-    let current = h.core.current();
+    let current = h.core.config.current();
     assert_eq!(current.path, other.display().to_string());
     assert_eq!(serde_json::to_value(current.source).expect("json"), "opened");
-    assert!(h.core.conversation("a").is_err(), "a is gone");
-    assert!(h.core.open(&h.dir.path().join("missing.json")).await.is_err());
+    assert!(h.core.chat.conversation("a").is_err(), "a is gone");
+    assert!(h
+        .core
+        .config
+        .open(&h.dir.path().join("missing.json"))
+        .await
+        .is_err());
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -8,7 +8,7 @@ use std::time::Duration;
 use parley::core::config::Problem;
 use parley::core::events::Event;
 use parley::core::services::{Core, Options};
-use parley::core::supervisor::lifecycle::AgentState::*;
+use parley::core::types::AgentState::*;
 
 use crate::common::*;
 
@@ -70,18 +70,18 @@ async fn save_through_a_symlinked_configuration_writes_the_target_and_keeps_the_
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).expect("chmod");
     let h = harness_on(home, false);
     let link = h.path();
-    assert!(h.core.current().valid);
+    assert!(h.core.config.current().valid);
 
     let before = std::fs::read(&target).expect("read");
-    let problems = h.core.save("{ \"agents\": 3 }").expect("answer");
+    let problems = h.core.config.save("{ \"agents\": 3 }").expect("answer");
     assert!(!problems.is_empty(), "an invalid text is refused");
     assert_eq!(std::fs::read(&target).expect("read"), before, "and not written");
 
     let text = "// kept in my dotfiles\n{\n  \"theme\": \"dark\",\n  \"agents\": []\n}\n";
-    assert!(h.core.save(text).expect("saved").is_empty());
+    assert!(h.core.config.save(text).expect("saved").is_empty());
     assert!(is_link(&link), "the link stays a link");
     assert_eq!(std::fs::read_to_string(&target).expect("read"), text);
-    assert_eq!(h.core.content().expect("content"), text);
+    assert_eq!(h.core.config.content().expect("content"), text);
     let mode = std::fs::metadata(&target).expect("meta").permissions().mode() & 0o777;
     assert_eq!(mode, 0o640, "the target keeps its mode");
     assert!(
@@ -108,7 +108,7 @@ async fn an_edit_of_the_link_target_is_picked_up() {
     std::fs::rename(&tmp, &target).expect("rename");
     let (valid, problems) = next_change(&mut h, "a change of the target").await;
     assert!(valid, "{problems:?}");
-    assert_eq!(h.core.agent_list()[0].name, "b");
+    assert_eq!(h.core.agents.list()[0].name, "b");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -120,7 +120,7 @@ async fn keys_given_twice_are_refused_by_save_and_reported_when_edited() {
     let twice = format!(
         "{{\n  \"agents\": [],\n  \"agents\": [\n    {{\"name\": \"x\", \"command\": \"{demo}\", \"name\": \"y\"}}\n  ]\n}}\n"
     );
-    let problems = h.core.save(&twice).expect("answer");
+    let problems = h.core.config.save(&twice).expect("answer");
     let found: Vec<(usize, usize, &str)> = problems
         .iter()
         .map(|p| (p.line, p.column, p.message.as_str()))
@@ -138,14 +138,14 @@ async fn keys_given_twice_are_refused_by_save_and_reported_when_edited() {
     );
     assert_eq!(std::fs::read(&path).expect("read"), before, "nothing written");
 
-    h.core.supervisor.start("a").await.expect("start");
+    h.core.agents.start("a").await.expect("start");
     tokio::time::sleep(Duration::from_millis(200)).await;
     std::fs::write(&path, &twice).expect("write");
     let (valid, problems) = next_change(&mut h, "config:changed").await;
     assert!(!valid);
     assert_eq!((problems[0].line, problems[0].column), (3, 3), "{problems:?}");
-    assert!(!h.core.current().valid);
-    let list = h.core.agent_list();
+    assert!(!h.core.config.current().valid);
+    let list = h.core.agents.list();
     assert_eq!(
         (list[0].name.as_str(), list[0].state),
         ("a", Ready),
@@ -176,7 +176,7 @@ fn cli_validate_reports_a_key_given_twice_with_its_position_and_exits_1() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_file_saved_as_not_utf8_while_running_is_reported_and_agents_keep_running() {
     let mut h = Harness::with(&config_text(&[agent("a", "")], 4, "0"), fast(), true);
-    h.core.supervisor.start("a").await.expect("start");
+    h.core.agents.start("a").await.expect("start");
     tokio::time::sleep(Duration::from_millis(200)).await;
     // Latin-1 "é" (0xE9) on line 2, after 12 bytes.
     std::fs::write(h.path(), b"{\n  \"theme\": \"caf\xe9\"\n}\n").expect("write");
@@ -191,10 +191,10 @@ async fn a_file_saved_as_not_utf8_while_running_is_reported_and_agents_keep_runn
             warning: false,
         }]
     );
-    let current = h.core.current();
+    let current = h.core.config.current();
     assert!(!current.valid);
     assert_eq!(current.problems, problems);
-    let list = h.core.agent_list();
+    let list = h.core.agents.list();
     assert_eq!(
         (list[0].name.as_str(), list[0].state),
         ("a", Ready),
@@ -205,7 +205,7 @@ async fn a_file_saved_as_not_utf8_while_running_is_reported_and_agents_keep_runn
     std::fs::write(h.path(), config_text(&[agent("a", ""), agent("b", "")], 4, "0")).expect("write");
     let (valid, problems) = next_change(&mut h, "config:changed after the fix").await;
     assert!(valid, "{problems:?}");
-    assert_eq!(h.core.agent_list().len(), 2);
+    assert_eq!(h.core.agents.list().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -213,15 +213,15 @@ async fn a_file_that_is_not_utf8_at_start_or_on_open_loads_as_invalid() {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("config.json"), b"\xff{}").expect("write");
     let h = harness_on(dir, false);
-    let current = h.core.current();
+    let current = h.core.config.current();
     assert!(!current.valid);
     assert_eq!((current.problems[0].line, current.problems[0].column), (1, 1));
-    assert!(h.core.agent_list().is_empty());
+    assert!(h.core.agents.list().is_empty());
 
     let other = h.dir.path().join("other.json");
     std::fs::write(&other, b"{}\n\xc3(").expect("write");
-    h.core.open(&other).await.expect("opened, not refused");
-    let current = h.core.current();
+    h.core.config.open(&other).await.expect("opened, not refused");
+    let current = h.core.config.current();
     assert!(!current.valid);
     assert_eq!(
         current.problems[0].message,

@@ -5,10 +5,10 @@
 
 use std::time::Duration;
 
-use parley::core::chat::controls::{OptionSource, SessionOption};
-use parley::core::chat::message::{MessageCode, Part, Role};
 use parley::core::chat::{AttachmentInput, ChatError};
 use parley::core::events::Event;
+use parley::core::types::message::{MessageCode, Part, Role};
+use parley::core::types::options::{OptionSource, SessionOption};
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -29,7 +29,7 @@ fn current(options: &[SessionOption], id: &str) -> String {
 async fn ask(h: &mut Harness, agent: &str, text: &str, attachments: Vec<AttachmentInput>) -> String {
     h.core.chat.send_with(agent, text, attachments).expect("send");
     h.wait_idle(agent).await;
-    let conv = h.core.conversation(agent).expect("conversation");
+    let conv = h.core.chat.conversation(agent).expect("conversation");
     conv.messages
         .iter()
         .rev()
@@ -39,7 +39,7 @@ async fn ask(h: &mut Harness, agent: &str, text: &str, attachments: Vec<Attachme
 }
 
 fn warnings(h: &Harness, agent: &str) -> Vec<String> {
-    let conv = h.core.conversation(agent).expect("conversation");
+    let conv = h.core.chat.conversation(agent).expect("conversation");
     conv.messages
         .iter()
         .filter(|m| m.code == Some(MessageCode::SessionWarning))
@@ -121,7 +121,7 @@ async fn config_options_are_pickers_and_a_change_is_the_agents_answer() {
     ask(&mut h, "a", "switch-mode architect", Vec::new()).await;
     assert_eq!(current(&h.core.chat.options("a"), "mode"), "architect");
     // Only one session was opened for all of this.
-    let conv = h.core.conversation("a").expect("conversation");
+    let conv = h.core.chat.conversation("a").expect("conversation");
     assert!(!conv
         .messages
         .iter()
@@ -190,7 +190,7 @@ async fn defaults_apply_to_every_new_session_and_others_are_warned() {
     );
     // Once the agent has answered a session, Validate knows what it offers.
     let text = std::fs::read_to_string(h.path()).expect("config");
-    let problems = h.core.validate(&text);
+    let problems = h.core.config.validate(&text);
     let warned: Vec<_> = problems
         .iter()
         .filter(|p| p.warning && p.message.contains("defaults"))
@@ -205,7 +205,7 @@ async fn defaults_apply_to_every_new_session_and_others_are_warned() {
     let line = text.lines().position(|l| l.contains("\"yolo\"")).map(|i| i + 1);
     assert_eq!(Some(warned[0].line), line, "at the value's line");
     // A restart opens a new session: the defaults again.
-    h.core.supervisor.restart("a").await.expect("restart");
+    h.core.agents.restart("a").await.expect("restart");
     let said = ask(&mut h, "a", "received", Vec::new()).await;
     assert!(said.contains(r#""model":"demo-large""#), "{said}");
 }
@@ -305,7 +305,7 @@ async fn attachments_go_as_links_embedded_text_or_images() {
         other => panic!("{other:?}"),
     }
 
-    h.core.supervisor.start("rich").await.expect("start");
+    h.core.agents.start("rich").await.expect("start");
     let said = ask(
         &mut h,
         "rich",
@@ -328,7 +328,7 @@ async fn attachments_go_as_links_embedded_text_or_images() {
         "{said}"
     );
     // The sent message shows them.
-    let conv = h.core.conversation("rich").expect("conversation");
+    let conv = h.core.chat.conversation("rich").expect("conversation");
     let user = conv
         .messages
         .iter()
@@ -366,7 +366,7 @@ async fn the_session_title_and_cost_are_kept_and_files_are_found() {
     let mut h = Harness::new(&[a]);
     ask(&mut h, "a", "session-info Fix the build", Vec::new()).await;
     ask(&mut h, "a", "cost 0.42", Vec::new()).await;
-    let conv = h.core.conversation("a").expect("conversation");
+    let conv = h.core.chat.conversation("a").expect("conversation");
     assert_eq!(conv.title.as_deref(), Some("Fix the build"));
     let cost = conv.usage.cost.expect("a cost");
     assert_eq!((cost.amount, cost.currency.as_str()), (0.42, "USD"));
@@ -375,9 +375,9 @@ async fn the_session_title_and_cost_are_kept_and_files_are_found() {
         .iter()
         .any(|e| matches!(e, Event::SessionChanged(c) if c.title.as_deref() == Some("Fix the build"))));
 
-    let found = h.core.find_files("a", "ctrl", 10).await.expect("find");
+    let found = h.core.chat.find_files("a", "ctrl", 10).await.expect("find");
     assert_eq!(found, ["src/chat/controls.rs"], ".gitignore keeps target/ out");
-    let missing = h.core.find_files("nobody", "x", 10).await;
+    let missing = h.core.chat.find_files("nobody", "x", 10).await;
     assert!(missing.is_err());
 }
 

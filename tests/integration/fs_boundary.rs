@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parley::core::chat::message::Role;
 use parley::core::events::Event;
+use parley::core::types::message::Role;
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -21,7 +21,7 @@ fn agent_in(name: &str, cwd: &Path) -> Value {
 }
 
 fn answer(h: &Harness, agent: &str) -> String {
-    let conv = h.core.conversation(agent).expect("conversation");
+    let conv = h.core.chat.conversation(agent).expect("conversation");
     conv.messages
         .iter()
         .rev()
@@ -286,12 +286,10 @@ async fn an_agent_that_stops_reading_its_answers_is_refused_and_ended() {
         .chat
         .send("a", &format!("fs-no-read 40 {}", big.display()))
         .expect("send");
-    let error = h
-        .wait_state("a", parley::core::supervisor::lifecycle::AgentState::Error)
-        .await;
+    let error = h.wait_state("a", parley::core::types::AgentState::Error).await;
     let error = error.expect("an error text");
     assert!(error.contains("stopped reading its input"), "{error}");
-    let logs = h.core.supervisor.logs("a").expect("logs");
+    let logs = h.core.agents.logs("a").expect("logs");
     assert!(
         logs.iter()
             .any(|l| l.contains("was not sent: refused: the agent is not reading its input")),

@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use parley::core::chat::message::Role;
 use parley::core::chat::ChatError;
 use parley::core::events::Event;
+use parley::core::types::message::Role;
 use serde_json::{json, Value};
 
 use crate::common::*;
@@ -20,6 +20,7 @@ fn keeper(name: &str, mode: &str, sessions: &std::path::Path, cwd: &std::path::P
 
 fn texts(h: &Harness, agent: &str) -> Vec<(Role, String)> {
     h.core
+        .chat
         .conversation(agent)
         .expect("conversation")
         .messages
@@ -30,7 +31,7 @@ fn texts(h: &Harness, agent: &str) -> Vec<(Role, String)> {
 
 fn logged(h: &Harness, agent: &str, what: &str) -> bool {
     h.core
-        .supervisor
+        .agents
         .logs(agent)
         .unwrap_or_default()
         .iter()
@@ -100,6 +101,7 @@ async fn a_conversation_survives_a_restart_and_its_session_is_resumed() {
     let mut h = h.restart().await;
     assert!(
         h.core
+            .chat
             .conversation("k")
             .expect("conversation")
             .messages
@@ -113,7 +115,7 @@ async fn a_conversation_survives_a_restart_and_its_session_is_resumed() {
     assert!(
         logged_soon(&h, "k", &format!("session/resume {sid}")).await,
         "{:?}",
-        h.core.supervisor.logs("k")
+        h.core.agents.logs("k")
     );
     assert!(!logged(&h, "k", "session/new"), "no new session");
     let t = texts(&h, "k");
@@ -124,7 +126,7 @@ async fn a_conversation_survives_a_restart_and_its_session_is_resumed() {
     );
     assert!(t[3].1.contains("the second answer"), "{t:?}");
     // Message ids stay unique across the two runs.
-    let conv = h.core.conversation("k").expect("conversation");
+    let conv = h.core.chat.conversation("k").expect("conversation");
     let mut ids: Vec<&str> = conv.messages.iter().map(|m| m.id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -142,7 +144,7 @@ async fn a_loaded_session_is_merged_with_what_is_stored() {
     let mut h = h.restart().await;
     said(&mut h, "k", "echo one").await;
     said(&mut h, "k", "echo two").await;
-    let id = h.core.conversation("k").expect("conv").id.expect("stored");
+    let id = h.core.chat.conversation("k").expect("conv").id.expect("stored");
     let sid = h.core.chat.list("k", 0, 5).await.expect("list").conversations[0]
         .session_id
         .clone()
@@ -158,7 +160,7 @@ async fn a_loaded_session_is_merged_with_what_is_stored() {
         .push(json!({"user": "said in a terminal", "agent": "answered in a terminal"}));
     std::fs::write(&file, stored.to_string()).expect("write");
 
-    h.core.supervisor.start("k").await.expect("start");
+    h.core.agents.start("k").await.expect("start");
     h.core.chat.open("k", &id).await.expect("open");
     h.wait_for(
         "the replayed turn",
@@ -183,9 +185,9 @@ async fn a_loaded_session_is_merged_with_what_is_stored() {
 async fn without_resume_or_load_a_stored_conversation_is_read_only() {
     let mut h = Harness::new(&[agent("a", "")]);
     said(&mut h, "a", "echo hello").await;
-    let id = h.core.conversation("a").expect("conv").id.expect("stored");
+    let id = h.core.chat.conversation("a").expect("conv").id.expect("stored");
     let mut h = h.restart().await;
-    h.core.supervisor.start("a").await.expect("start");
+    h.core.agents.start("a").await.expect("start");
     let opened = h.core.chat.open("a", &id).await.expect("open");
     let why = opened
         .read_only
@@ -219,9 +221,9 @@ async fn a_session_resumed_after_its_conversation_was_left_stays_with_it() {
     let h = keeping("resume,slow-reopen");
     let mut h = h.restart().await;
     said(&mut h, "k", "echo the first answer").await;
-    let id = h.core.conversation("k").expect("conv").id.expect("stored");
+    let id = h.core.chat.conversation("k").expect("conv").id.expect("stored");
     let mut h = h.restart().await;
-    h.core.supervisor.start("k").await.expect("start");
+    h.core.agents.start("k").await.expect("start");
     h.core.chat.open("k", &id).await.expect("open");
     // The agent has the resume (and takes a second to answer it).
     assert!(
@@ -246,7 +248,7 @@ async fn a_session_resumed_after_its_conversation_was_left_stays_with_it() {
         rows[0].1, rows[1].1,
         "each conversation has its own session: {rows:?}"
     );
-    let fresh = h.core.conversation("k").expect("conv");
+    let fresh = h.core.chat.conversation("k").expect("conv");
     assert!(fresh.read_only.is_none(), "{:?}", fresh.read_only);
     let texts = texts(&h, "k");
     assert_eq!(texts.len(), 2, "only the new conversation's turn: {texts:?}");
@@ -269,7 +271,7 @@ async fn sessions_started_elsewhere_are_listed_loaded_and_deleted() {
     // Listing never starts the agent.
     let list = h.core.chat.list("k", 0, 10).await.expect("list");
     assert!(list.conversations.is_empty(), "{list:?}");
-    h.core.supervisor.start("k").await.expect("start");
+    h.core.agents.start("k").await.expect("start");
     let list = h.core.chat.list("k", 0, 10).await.expect("list");
     assert_eq!(list.conversations.len(), 1, "only the agent's cwd: {list:?}");
     let listed = &list.conversations[0];
@@ -313,7 +315,7 @@ async fn sessions_started_elsewhere_are_listed_loaded_and_deleted() {
         .expect("list")
         .conversations
         .is_empty());
-    assert!(h.core.conversation("k").expect("conv").messages.is_empty());
+    assert!(h.core.chat.conversation("k").expect("conv").messages.is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -321,7 +323,7 @@ async fn conversations_are_listed_renamed_searched_exported_and_closed() {
     let h = keeping("resume");
     let mut h = h.restart().await;
     said(&mut h, "k", "echo the quick brown fox").await;
-    let first = h.core.conversation("k").expect("conv").id.expect("id");
+    let first = h.core.chat.conversation("k").expect("conv").id.expect("id");
     h.core.chat.new_conversation("k").expect("new");
     assert!(
         logged_soon(&h, "k", "session/close").await,
@@ -329,7 +331,7 @@ async fn conversations_are_listed_renamed_searched_exported_and_closed() {
     );
     said(&mut h, "k", "session-info Lazy dogs").await;
     said(&mut h, "k", "echo jumps over the lazy dog").await;
-    let second = h.core.conversation("k").expect("conv").id.expect("id");
+    let second = h.core.chat.conversation("k").expect("conv").id.expect("id");
     let list = h.core.chat.list("k", 0, 10).await.expect("list");
     let rows: Vec<(&str, &str, u64)> = list
         .conversations
@@ -350,7 +352,7 @@ async fn conversations_are_listed_renamed_searched_exported_and_closed() {
         |e| matches!(e, Event::ConversationsChanged(c) if c.agent == "k"),
     )
     .await;
-    let hits = h.core.chat.search("quick fox", 10).await.expect("search");
+    let hits = h.core.history.search("quick fox", 10).await.expect("search");
     assert!(!hits.is_empty());
     assert!(hits.iter().all(|hit| hit.conversation == first), "{hits:?}");
     assert_eq!(hits[0].title, "Foxes");
@@ -373,7 +375,7 @@ async fn conversations_are_listed_renamed_searched_exported_and_closed() {
     h.wait_idle("k").await;
     h.core.chat.open("k", &first).await.expect("open");
     assert_eq!(
-        h.core.conversation("k").expect("conv").title.as_deref(),
+        h.core.chat.conversation("k").expect("conv").title.as_deref(),
         Some("Foxes")
     );
 }
@@ -382,7 +384,7 @@ async fn conversations_are_listed_renamed_searched_exported_and_closed() {
 async fn parley_cli_reads_the_history_while_another_parley_writes_it() {
     let mut h = Harness::new(&[agent("a", "")]);
     said(&mut h, "a", "echo searchable words").await;
-    let history = h.core.chat.history().expect("history");
+    let history = h.core.history.store().expect("history");
     tokio::task::spawn_blocking(move || history.writer().flush())
         .await
         .expect("join")
@@ -518,7 +520,7 @@ fn stored_chunks(history: &std::path::Path, config: &std::path::Path) -> usize {
 async fn switching_back_takes_up_the_session_still_open_in_the_agent() {
     let mut h = Harness::new(&[agent("a", "")]);
     said(&mut h, "a", "echo first").await;
-    let first = h.core.conversation("a").expect("conv").id.expect("stored");
+    let first = h.core.chat.conversation("a").expect("conv").id.expect("stored");
     h.core.chat.new_conversation("a").expect("new");
     said(&mut h, "a", "echo second").await;
     let opened = h.core.chat.open("a", &first).await.expect("open");
@@ -529,23 +531,24 @@ async fn switching_back_takes_up_the_session_still_open_in_the_agent() {
     assert!(t[3].1.contains("first again"), "{t:?}");
     // Once the agent restarted, that session is gone: read-only.
     h.core.chat.new_conversation("a").expect("new");
-    h.core.supervisor.restart("a").await.expect("restart");
+    h.core.agents.restart("a").await.expect("restart");
     let opened = h.core.chat.open("a", &first).await.expect("open");
     assert!(opened.read_only.is_some());
     // A live conversation whose agent restarts goes on with a new session.
     h.core.chat.new_conversation("a").expect("new");
     said(&mut h, "a", "echo before").await;
-    h.core.supervisor.restart("a").await.expect("restart");
+    h.core.agents.restart("a").await.expect("restart");
     said(&mut h, "a", "echo after").await;
     let codes: Vec<_> = h
         .core
+        .chat
         .conversation("a")
         .expect("conv")
         .messages
         .iter()
         .filter_map(|m| m.code)
         .collect();
-    assert_eq!(codes, [parley::core::chat::message::MessageCode::AgentRestarted]);
+    assert_eq!(codes, [parley::core::types::message::MessageCode::AgentRestarted]);
 }
 
 /// claude-agent-acp advertises `sessionCapabilities.list`: a Claude Code
@@ -575,14 +578,14 @@ async fn claude_agent_acp_lists_a_session_started_in_a_terminal() {
         "uuid": "0b0b0b0b-1111-4222-8333-444444444444", "timestamp": "2026-11-30T10:00:00.000Z"});
     std::fs::write(dir.join(format!("{sid}.jsonl")), format!("{line}\n")).expect("session file");
     let h = crate::auth::real(&[claude]);
-    h.core.supervisor.start("claude").await.expect("start");
-    let caps = h.core.supervisor.capabilities("claude").expect("capabilities");
+    h.core.agents.start("claude").await.expect("start");
+    let caps = h.core.agents.capabilities("claude").expect("capabilities");
     assert!(
         caps.session_capabilities.list.is_some(),
         "claude-agent-acp lists sessions"
     );
     let list = h.core.chat.list("claude", 0, 10).await.expect("list");
-    let logs = h.core.supervisor.logs("claude").unwrap_or_default();
+    let logs = h.core.agents.logs("claude").unwrap_or_default();
     assert!(
         !logs.iter().any(|l| l.contains("session/list failed")),
         "{logs:?}"

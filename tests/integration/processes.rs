@@ -4,8 +4,8 @@
 use std::io::{BufRead, Write};
 use std::time::{Duration, Instant};
 
-use parley::core::supervisor::lifecycle::AgentState::*;
 use parley::core::supervisor::Timings;
+use parley::core::types::AgentState::*;
 use serde_json::json;
 
 use crate::common::*;
@@ -31,14 +31,14 @@ async fn started(tag: &str, mode: &str) -> (Harness, String) {
         spec_timings(),
         false,
     );
-    h.core.supervisor.start("a").await.expect("start");
+    h.core.agents.start("a").await.expect("start");
     (h, marker)
 }
 
 /// How long `Stop` of "a" took.
 async fn timed_stop(h: &Harness) -> Duration {
     let began = Instant::now();
-    h.core.supervisor.stop("a").await.expect("stop");
+    h.core.agents.stop("a").await.expect("stop");
     began.elapsed()
 }
 
@@ -52,7 +52,7 @@ async fn an_agent_that_exits_on_end_of_input_goes_without_signals() {
     );
     assert!(h
         .core
-        .supervisor
+        .agents
         .logs("a")
         .expect("logs")
         .contains(&"demo: end of input".to_string()));
@@ -75,7 +75,7 @@ async fn an_agent_that_ignores_end_of_input_gets_sigterm_after_5_seconds() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_agent_and_its_child_that_ignore_sigterm_are_killed_after_8_seconds() {
     let (mut h, marker) = started("kill", "ignore-eof,ignore-term,child-ignores-term").await;
-    let pgid = h.core.supervisor.process_group("a").expect("pgid");
+    let pgid = h.core.agents.process_group("a").expect("pgid");
     assert_eq!(settled_count(&marker, 2).await, 2, "the agent and its child");
     assert_eq!(parley::core::supervisor::process::group_members(pgid).len(), 2);
     let took = timed_stop(&h).await;
@@ -98,8 +98,8 @@ async fn quitting_stops_every_agent_in_parallel() {
     let mut t = fast();
     t.stop.eof_grace = Duration::from_secs(2);
     let h = Harness::with(&config_text(&agents, 4, "0"), t, false);
-    h.core.supervisor.start("a").await.expect("a");
-    h.core.supervisor.start("b").await.expect("b");
+    h.core.agents.start("a").await.expect("a");
+    h.core.agents.start("b").await.expect("b");
     assert_eq!(settled_count(&marker, 3).await, 3);
     let began = Instant::now();
     h.core.shutdown().await;
@@ -183,8 +183,8 @@ async fn children_that_left_the_group_are_ended_on_stop_and_on_exit() {
         marked("b", "setsid-child,double-fork", &marker),
     ];
     let mut h = Harness::with(&config_text(&agents, 4, "0"), fast(), false);
-    h.core.supervisor.start("a").await.expect("start a");
-    let pgid = h.core.supervisor.process_group("a").expect("pgid");
+    h.core.agents.start("a").await.expect("start a");
+    let pgid = h.core.agents.process_group("a").expect("pgid");
     let escaped: Vec<i32> = processes_with(&marker)
         .into_iter()
         .filter(|&pid| {
@@ -194,16 +194,16 @@ async fn children_that_left_the_group_are_ended_on_stop_and_on_exit() {
         .collect();
     assert_eq!(escaped.len(), 2, "two children outside the agent's group");
     let began = Instant::now();
-    h.core.supervisor.stop("a").await.expect("stop");
+    h.core.agents.stop("a").await.expect("stop");
     // The agent exits at end of input; the one that ignores SIGTERM gets
     // SIGKILL after the grace (600 ms here).
     assert!(began.elapsed() < Duration::from_secs(4), "{:?}", began.elapsed());
     assert!(processes_with(&marker).is_empty(), "left after Stop");
     h.wait_state("a", Stopped).await;
 
-    h.core.supervisor.start("b").await.expect("start b");
+    h.core.agents.start("b").await.expect("start b");
     assert_eq!(settled_count(&marker, 3).await, 3);
-    let agent = h.core.supervisor.process_group("b").expect("pgid");
+    let agent = h.core.agents.process_group("b").expect("pgid");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(agent),
         nix::sys::signal::Signal::SIGKILL,
@@ -297,7 +297,7 @@ async fn an_agent_that_closes_stdout_but_keeps_running_is_an_error_and_is_stoppe
     let marker = unique("closes-stdout");
     let agents = [marked("a", "close-stdout", &marker)];
     let mut h = Harness::with(&config_text(&agents, 4, "0"), fast(), false);
-    h.core.supervisor.start("a").await.expect("start");
+    h.core.agents.start("a").await.expect("start");
     let error = h.wait_state("a", Error).await.expect("error text");
     assert!(error.contains("closed its output but kept running"), "{error}");
     let left = wait_no_processes(&marker, Duration::from_secs(10)).await;

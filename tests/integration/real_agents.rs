@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use parley::core::chat::message::{wire_name, Message, Part, Role, ToolCall};
 use parley::core::events::Event;
+use parley::core::types::message::{wire_name, Message, Part, Role, ToolCall};
 use serde_json::{json, Value};
 
 use crate::common::Harness;
@@ -103,7 +103,7 @@ impl Harness {
     pub async fn answered(&mut self, agent: &str) {
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         loop {
-            let conv = self.core.conversation(agent).expect("conversation");
+            let conv = self.core.chat.conversation(agent).expect("conversation");
             let last_is_answer = conv
                 .messages
                 .last()
@@ -121,12 +121,12 @@ impl Harness {
 
     /// The agent's log (stderr and Parley's lines), for a failure's message.
     pub fn log_of(&self, agent: &str) -> String {
-        self.core.supervisor.logs(agent).unwrap_or_default().join("\n")
+        self.core.agents.logs(agent).unwrap_or_default().join("\n")
     }
 
     /// The last message the agent answered with.
     pub fn answer(&self, agent: &str) -> Message {
-        let conv = self.core.conversation(agent).expect("conversation");
+        let conv = self.core.chat.conversation(agent).expect("conversation");
         conv.messages
             .into_iter()
             .rev()
@@ -164,7 +164,7 @@ impl Harness {
                         Event::PermissionRequested(p) => return p,
                         // The turn ended without asking: say what the agent said.
                         Event::TurnChanged(t) if !t.busy => {
-                            let conv = self.core.conversation(&t.agent).ok();
+                            let conv = self.core.chat.conversation(&t.agent).ok();
                             panic!(
                                 "{}'s turn ended without a permission request: {conv:#?}\nits log:\n{}",
                                 t.agent,
@@ -277,6 +277,7 @@ pub async fn after_a_restart(
     let before = api.main_requests().len();
     let id = h
         .core
+        .chat
         .conversation(agent)
         .expect("conversation")
         .id

@@ -3,8 +3,8 @@
 
 use std::time::Duration;
 
-use parley::core::chat::message::{wire_name, Part};
 use parley::core::events::Event;
+use parley::core::types::message::{wire_name, Part};
 use serde_json::json;
 
 use crate::model_api::{ModelApi, Reply};

@@ -1,7 +1,7 @@
 //! codex-acp (Codex), doing real turns through Parley against the model-API
 //! stand-in (the OpenAI Responses API, as Codex uses it).
 
-use parley::core::chat::message::wire_name;
+use parley::core::types::message::wire_name;
 use serde_json::json;
 
 use crate::model_api::{ModelApi, Reply};
@@ -172,12 +172,13 @@ async fn codex_signs_in_with_its_key_method_and_the_key_reaches_the_model() {
     // codex-acp's own method: the key in its environment, then
     // `authenticate`, which it answers by storing the key for its provider.
     h.core
+        .auth
         .sign_in(
             "codex",
             "codex-api-key",
             vec![(
                 "CODEX_API_KEY".into(),
-                parley::core::auth::secrets::Secret::new(KEY.into()),
+                parley::core::secrets::Secret::new(KEY.into()),
             )],
         )
         .await
@@ -199,6 +200,6 @@ async fn codex_signs_in_with_its_key_method_and_the_key_reaches_the_model() {
     );
     // In the keyring, and in none of Parley's files.
     key_not_in(h.dir.path());
-    assert!(!h.core.auth_status("codex").expect("status").needs_sign_in);
-    let _ = h.core.forget_keys("codex").await;
+    assert!(!h.core.auth.status("codex").expect("status").needs_sign_in);
+    let _ = h.core.auth.forget_keys("codex").await;
 }

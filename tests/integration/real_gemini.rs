@@ -4,8 +4,8 @@
 
 use std::time::Duration;
 
-use parley::core::auth::secrets::Secret;
 use parley::core::events::Event;
+use parley::core::secrets::Secret;
 use serde_json::json;
 
 use crate::model_api::{ModelApi, Reply};
@@ -100,7 +100,7 @@ async fn gemini_edits_asks_runs_cancels_fails_clearly_and_loads() {
     // The thought came without a subject: gemini sent `****` (the window
     // draws none of it, see ui::markdown::thought).
     assert!(
-        m.parts.iter().any(|p| matches!(p, parley::core::chat::message::Part::Thought { text } if text.contains("Checking the result"))),
+        m.parts.iter().any(|p| matches!(p, parley::core::types::message::Part::Thought { text } if text.contains("Checking the result"))),
         "{m:#?}"
     );
     // What the agent sent the model: the file it read, in the next request.
@@ -190,7 +190,7 @@ async fn gemini_edits_asks_runs_cancels_fails_clearly_and_loads() {
     // 5. After a restart: gemini loads its session, or says why not (it
     // cannot in the minute the session was made), with the detail.
     let (h, _) = after_a_restart(h, &api, "gemini").await;
-    let conv = h.core.conversation("gemini").expect("conversation");
+    let conv = h.core.chat.conversation("gemini").expect("conversation");
     match conv.read_only {
         Some(why) => {
             eprintln!("gemini could not load its session: {why}");
@@ -204,7 +204,7 @@ async fn gemini_edits_asks_runs_cancels_fails_clearly_and_loads() {
 }
 
 fn wire(s: &agent_client_protocol_schema::v1::ToolCallStatus) -> String {
-    parley::core::chat::message::wire_name(s)
+    parley::core::types::message::wire_name(s)
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -235,6 +235,7 @@ async fn gemini_signs_in_with_its_api_key_method_and_answers() {
         "{status:?}"
     );
     h.core
+        .auth
         .sign_in(
             "gemini",
             "gemini-api-key",
@@ -246,7 +247,7 @@ async fn gemini_signs_in_with_its_api_key_method_and_answers() {
     let answered = h
         .wait_for("gemini's answer", Duration::from_secs(60), |e| {
             matches!(e, Event::MessageUpdated(u) if u.agent == "gemini"
-                && u.message.role == parley::core::chat::message::Role::Agent && u.message.done)
+                && u.message.role == parley::core::types::message::Role::Agent && u.message.done)
         })
         .await;
     let Event::MessageUpdated(m) = answered else {
@@ -260,5 +261,5 @@ async fn gemini_signs_in_with_its_api_key_method_and_answers() {
         .iter()
         .any(|r| r.header("x-goog-api-key") == Some(KEY)));
     key_not_in(h.dir.path());
-    let _ = h.core.forget_keys("gemini").await;
+    let _ = h.core.auth.forget_keys("gemini").await;
 }

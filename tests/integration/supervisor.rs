@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use parley::core::events::Event;
-use parley::core::supervisor::lifecycle::AgentState::{self, *};
+use parley::core::types::AgentState::{self, *};
 use serde_json::json;
 
 use crate::common::*;
@@ -12,13 +12,13 @@ use crate::common::*;
 async fn start_then_ready_then_stop() {
     let mut h = Harness::new(&[agent("a", "")]);
     assert_eq!(
-        h.core.agent_list()[0].state,
+        h.core.agents.list()[0].state,
         Stopped,
         "the initial state of every agent"
     );
-    h.core.supervisor.start("a").await.expect("start");
-    assert_eq!(h.core.agent_list()[0].state, Ready);
-    h.core.supervisor.stop("a").await.expect("stop");
+    h.core.agents.start("a").await.expect("start");
+    assert_eq!(h.core.agents.list()[0].state, Ready);
+    h.core.agents.stop("a").await.expect("stop");
     h.wait_state("a", Stopped).await;
     assert_eq!(h.states("a"), vec![Stopped, Starting, Ready, Stopped]);
 }
@@ -26,7 +26,7 @@ async fn start_then_ready_then_stop() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failed_start_is_an_error_with_the_reason_and_the_last_stderr_lines() {
     let mut h = Harness::new(&[agent("a", "stderr:3,exit-at-start")]);
-    let err = h.core.supervisor.start("a").await.expect_err("must fail");
+    let err = h.core.agents.start("a").await.expect_err("must fail");
     let shown = h.wait_state("a", Error).await.expect("error text");
     // The reason and the agent's last lines come apart (the window's toast
     // shows the reason); their text is what the agent's error shows.
@@ -44,7 +44,7 @@ async fn a_failed_start_is_an_error_with_the_reason_and_the_last_stderr_lines() 
         "{err:?}"
     );
     // error → starting when started again (and fails again here).
-    let _ = h.core.supervisor.start("a").await;
+    let _ = h.core.agents.start("a").await;
     h.wait_state("a", Error).await;
     assert_eq!(h.states("a"), vec![Stopped, Starting, Error, Starting, Error]);
 }
@@ -52,13 +52,7 @@ async fn a_failed_start_is_an_error_with_the_reason_and_the_last_stderr_lines() 
 #[tokio::test(flavor = "multi_thread")]
 async fn another_protocol_version_is_an_error_naming_both() {
     let mut h = Harness::new(&[agent("a", "protocol-2")]);
-    let err = h
-        .core
-        .supervisor
-        .start("a")
-        .await
-        .expect_err("must fail")
-        .to_string();
+    let err = h.core.agents.start("a").await.expect_err("must fail").to_string();
     assert!(err.contains("version 2") && err.contains("version 1"), "{err}");
     h.wait_state("a", Error).await;
 }
@@ -73,7 +67,7 @@ async fn a_handshake_that_never_ends_times_out() {
     let started = Instant::now();
     let err = h
         .core
-        .supervisor
+        .agents
         .start("a")
         .await
         .expect_err("must time out")
@@ -92,13 +86,7 @@ async fn a_missing_command_names_the_command_and_the_path() {
     let mut h = Harness::new(&[
         json!({"name": "a", "command": "no-such-agent-xyz", "env": {"PATH": "/nowhere:/bin"}}),
     ]);
-    let err = h
-        .core
-        .supervisor
-        .start("a")
-        .await
-        .expect_err("must fail")
-        .to_string();
+    let err = h.core.agents.start("a").await.expect_err("must fail").to_string();
     assert!(
         err.contains("no-such-agent-xyz") && err.contains("/nowhere:/bin"),
         "{err}"
@@ -120,7 +108,7 @@ async fn stopping_a_busy_agent_ends_in_stopped() {
     let mut h = Harness::new(&[agent("a", "")]);
     h.core.chat.send("a", "wait").expect("send");
     h.wait_state("a", Busy).await;
-    h.core.supervisor.stop("a").await.expect("stop");
+    h.core.agents.stop("a").await.expect("stop");
     h.wait_state("a", Stopped).await;
 }
 
@@ -133,7 +121,7 @@ async fn a_process_that_exits_on_its_own_is_an_error_and_is_not_restarted() {
     assert!(err.contains("crashing mid-turn"), "the last stderr lines: {err}");
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(
-        h.core.agent_list()[0].state,
+        h.core.agents.list()[0].state,
         Error,
         "never restarted automatically"
     );
@@ -145,10 +133,10 @@ async fn a_stop_while_starting_ends_in_stopped_once_the_start_ends() {
     t.handshake_timeout = Duration::from_millis(1500);
     let mut h = Harness::with(&config_text(&[agent("a", "no-initialize")], 4, "0"), t, false);
     let core = h.core.clone();
-    let start = tokio::spawn(async move { core.supervisor.start("a").await });
+    let start = tokio::spawn(async move { core.agents.start("a").await });
     h.wait_state("a", Starting).await;
     let began = Instant::now();
-    h.core.supervisor.stop("a").await.expect("stop");
+    h.core.agents.stop("a").await.expect("stop");
     assert!(
         began.elapsed() >= Duration::from_millis(1000),
         "waited for the start to end"
@@ -162,13 +150,14 @@ async fn a_stop_while_starting_ends_in_stopped_once_the_start_ends() {
 async fn the_least_recently_used_idle_agent_makes_room() {
     let text = config_text(&[agent("a", ""), agent("b", ""), agent("c", "")], 2, "0");
     let mut h = Harness::with(&text, fast(), false);
-    h.core.supervisor.start("a").await.expect("a");
-    h.core.supervisor.start("b").await.expect("b");
+    h.core.agents.start("a").await.expect("a");
+    h.core.agents.start("b").await.expect("b");
     // a was used longer ago than b: a makes room for c.
-    h.core.supervisor.start("c").await.expect("c");
+    h.core.agents.start("c").await.expect("c");
     let states: Vec<(String, AgentState)> = h
         .core
-        .agent_list()
+        .agents
+        .list()
         .into_iter()
         .map(|a| (a.name, a.state))
         .collect();
@@ -187,25 +176,19 @@ async fn a_start_is_refused_when_every_running_agent_is_busy() {
     h.core.chat.send("b", "wait").expect("b");
     h.wait_listed("a", Busy).await;
     h.wait_listed("b", Busy).await;
-    let err = h
-        .core
-        .supervisor
-        .start("c")
-        .await
-        .expect_err("refused")
-        .to_string();
+    let err = h.core.agents.start("c").await.expect_err("refused").to_string();
     assert_eq!(
         err,
         "too many agents running: 2 agent(s) busy (a, b), the limit is 2"
     );
-    assert_eq!(h.core.agent_list()[2].state, Stopped);
+    assert_eq!(h.core.agents.list()[2].state, Stopped);
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_idle_agent_is_stopped_after_the_limit() {
     let text = config_text(&[agent("a", "")], 4, "1s");
     let mut h = Harness::with(&text, fast(), false);
-    h.core.supervisor.start("a").await.expect("start");
+    h.core.agents.start("a").await.expect("start");
     let ready = Instant::now();
     h.wait_state("a", Stopped).await;
     let idle = ready.elapsed();
@@ -226,14 +209,14 @@ async fn a_busy_agent_is_never_stopped_for_being_idle() {
 #[tokio::test(flavor = "multi_thread")]
 async fn logs_keep_the_last_200_stderr_lines_and_each_is_an_event() {
     let mut h = Harness::new(&[agent("a", "stderr:250")]);
-    h.core.supervisor.start("a").await.expect("start");
+    h.core.agents.start("a").await.expect("start");
     h.wait_for(
         "the 250th line",
         Duration::from_secs(10),
         |e| matches!(e, Event::AgentLog(l) if l.line == "demo: stderr line 250"),
     )
     .await;
-    let logs = h.core.supervisor.logs("a").expect("logs");
+    let logs = h.core.agents.logs("a").expect("logs");
     assert_eq!(logs.len(), 200);
     assert!(logs.contains(&"demo: stderr line 250".to_string()));
     assert!(!logs.contains(&"demo: stderr line 1".to_string()));
@@ -244,14 +227,14 @@ async fn logs_keep_the_last_200_stderr_lines_and_each_is_an_event() {
 #[tokio::test(flavor = "multi_thread")]
 async fn configuration_changes_add_mark_outdated_and_remove() {
     let mut h = Harness::new(&[agent("a", ""), agent("b", "")]);
-    h.core.supervisor.start("a").await.expect("start a");
-    h.core.supervisor.start("b").await.expect("start b");
+    h.core.agents.start("a").await.expect("start a");
+    h.core.agents.start("b").await.expect("start b");
     let mut changed = agent("a", "");
     changed["args"] = json!(["--changed"]);
     let text = config_text(&[changed, agent("c", "")], 4, "0");
-    assert!(h.core.save(&text).expect("save").is_empty());
+    assert!(h.core.config.save(&text).expect("save").is_empty());
     h.wait_state("b", Stopped).await;
-    let list = h.core.agent_list();
+    let list = h.core.agents.list();
     let names: Vec<&str> = list.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(
         names,
@@ -267,8 +250,8 @@ async fn configuration_changes_add_mark_outdated_and_remove() {
         "the definition change was announced"
     );
     assert_eq!(list[1].state, Stopped);
-    h.core.supervisor.restart("a").await.expect("restart");
-    let list = h.core.agent_list();
+    h.core.agents.restart("a").await.expect("restart");
+    let list = h.core.agents.list();
     assert!(!list[0].outdated && list[0].state == Ready, "{list:?}");
 }
 
@@ -285,29 +268,24 @@ async fn a_misbehaving_agent_never_affects_another() {
     // Room for 32 MiB through the pipe on a loaded machine.
     t.handshake_timeout = Duration::from_millis(4000);
     let mut h = Harness::with(&config_text(&agents, 8, "0"), t, false);
-    h.core.supervisor.start("good").await.expect("good");
-    assert!(h.core.supervisor.start("crash").await.is_err());
+    h.core.agents.start("good").await.expect("good");
+    assert!(h.core.agents.start("crash").await.is_err());
     h.core
-        .supervisor
+        .agents
         .start("garbage")
         .await
         .expect("garbage lines are skipped");
-    assert!(h.core.supervisor.start("silent").await.is_err());
-    let huge = h
-        .core
-        .supervisor
-        .start("huge")
-        .await
-        .expect_err("a line over 32 MiB");
+    assert!(h.core.agents.start("silent").await.is_err());
+    let huge = h.core.agents.start("huge").await.expect_err("a line over 32 MiB");
     assert!(huge.reason.contains("longer than 33554432 bytes"), "{huge}");
     h.core.chat.send("garbage", "echo still fine").expect("send");
     h.wait_idle("garbage").await;
     h.core.chat.send("good", "echo hello").expect("send");
     h.wait_idle("good").await;
-    let conv = h.core.conversation("good").expect("conversation");
+    let conv = h.core.chat.conversation("good").expect("conversation");
     assert_eq!(conv.messages.last().map(|m| m.text()), Some("hello".to_string()));
-    assert_eq!(h.core.agent_list()[0].state, Ready);
-    let logs = h.core.supervisor.logs("garbage").expect("logs");
+    assert_eq!(h.core.agents.list()[0].state, Ready);
+    let logs = h.core.agents.logs("garbage").expect("logs");
     assert!(
         logs.iter().any(|l| l.contains("not JSON-RPC")),
         "skipped lines are logged: {logs:?}"

@@ -4,14 +4,15 @@
 
 use std::time::Duration;
 
-use parley::core::chat::message::Role;
 use parley::core::events::Event;
+use parley::core::types::message::Role;
 use serde_json::json;
 
 use crate::common::*;
 
 fn answer(h: &Harness, agent: &str) -> String {
     h.core
+        .chat
         .conversation(agent)
         .expect("conversation")
         .messages
@@ -63,7 +64,7 @@ async fn every_terminal_method_answers_as_the_spec_says() {
     assert_eq!(exits[0], (Some(0), None));
     assert_eq!(exits[3], (None, Some("SIGKILL".into())));
     // The tool call shows the terminal by id.
-    let conv = h.core.conversation("a").expect("conversation");
+    let conv = h.core.chat.conversation("a").expect("conversation");
     let shown = serde_json::to_string(&conv).unwrap_or_default();
     assert!(shown.contains("\"terminals\":[\"term-"), "{shown}");
 }
@@ -95,7 +96,7 @@ async fn a_stopped_agent_takes_its_terminals_with_it_and_the_cap_holds() {
     let said = answer(&h, "a");
     assert!(said.contains("too many terminals: the limit is 1"), "{said}");
     // The agent stops: its terminals, grandchildren too, go.
-    h.core.supervisor.stop("a").await.expect("stop");
+    h.core.agents.stop("a").await.expect("stop");
     assert_eq!(
         wait_no_processes(&mark, Duration::from_secs(5)).await,
         Vec::<i32>::new()

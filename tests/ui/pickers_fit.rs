@@ -8,7 +8,7 @@ pub fn every_picker_lies_inside_the_window(app: &adw::Application) -> Result<(),
     let f = open_window(app, &auth_config("", cwd.path()))?;
     select_demo(&f)?;
     parley::ui::runtime::runtime()
-        .block_on(f.core.supervisor.start("demo"))
+        .block_on(f.core.agents.start("demo"))
         .map_err(|e| e.to_string())?;
     let ids = ["mode", "model", "effort", "brief"];
     spin_until("the pickers", Duration::from_secs(10), || {

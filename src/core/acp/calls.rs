@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::connection::{Connection, RpcError};
-use crate::core::auth::{methods, AuthMethod};
+use crate::core::types::auth::{self as methods, AuthMethod};
 
 /// The protocol version Parley speaks.
 pub const PROTOCOL_VERSION: u16 = 1;

@@ -1,44 +1,21 @@
 //! Signing in to agents (ACP authentication).
 //!
-//! - [`methods`]: the methods an agent offers, read from `initialize`.
-//! - [`secrets`]: saved keys in the keyring, passed in the agent's
-//!   environment at every start.
-//! - [`flow`]: the sign-in calls on `Core` (`AuthService`): agent methods
-//!   with `authenticate`, keys, terminal commands, cancel, sign out.
+//! - [`service`]: `AuthService`, the sign-in calls: agent methods with
+//!   `authenticate`, keys, terminal commands, cancel, sign out.
+//! - Beneath it, and below the agents: the methods an agent offers
+//!   ([`crate::core::types::auth`], read from `initialize`) and the saved
+//!   keys in the keyring ([`crate::core::secrets`], passed in the agent's
+//!   environment at every start).
 //!
 //! The supervisor keeps each agent's sign-in state and reports it as
 //! `auth:changed`; the conversations keep the messages that wait for a
 //! sign-in and send them again once it succeeds.
 
-pub mod flow;
-pub mod methods;
-pub mod secrets;
+pub mod service;
 
-use serde::Serialize;
+pub use service::AuthService;
 
-pub use methods::{AuthKind, AuthMethod, KeyVar};
-
-/// `AuthService.Status` and the `auth:changed` event: one agent's sign-in.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct AuthStatus {
-    pub agent: String,
-    /// The agent answered "authentication required" and no sign-in has
-    /// succeeded since.
-    pub needs_sign_in: bool,
-    /// The agent's words (or why the last sign-in failed).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub message: Option<String>,
-    /// From the agent's last `initialize` (empty before its first start).
-    pub methods: Vec<AuthMethod>,
-    /// The agent offers `logout`.
-    pub can_logout: bool,
-    /// The id of the method being signed in with.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub signing_in: Option<String>,
-    /// The names (never the values) of the keys saved for the agent.
-    pub saved_keys: Vec<String>,
-}
+pub use crate::core::types::auth::{AuthKind, AuthMethod, AuthStatus, KeyVar};
 
 /// Why an `AuthService` call failed; the text is what `parley-cli` answers
 /// and the window shows.

@@ -10,15 +10,12 @@ use std::sync::Arc;
 use agent_client_protocol_schema::v1 as acp;
 use base64::Engine;
 
-use super::message::{Attachment, AttachmentKind, Message, Part};
+use super::state::MAX_ATTACHMENT_BYTES;
+use crate::core::types::message::{Attachment, AttachmentKind, Message, Part};
 use crate::i18n::gettext_f;
 
-/// No attachment is larger (an image is sent whole, base64-encoded).
-pub const MAX_ATTACHMENT_BYTES: u64 = 10 * 1024 * 1024;
 /// Text files up to this size are embedded where the agent takes it.
 const MAX_EMBEDDED_BYTES: u64 = 256 * 1024;
-/// At most this many attachments go with one message.
-pub const MAX_ATTACHMENTS: usize = 20;
 
 /// What a front end attaches.
 #[derive(Debug, Clone)]
@@ -112,7 +109,7 @@ pub(super) fn prepare(
             mime_type,
             data,
         } => {
-            let name = super::controls::shown_text(&name, 200);
+            let name = crate::core::types::options::shown_text(&name, 200);
             if data.len() as u64 > MAX_ATTACHMENT_BYTES {
                 return Err(too_large(&name, data.len() as u64));
             }
@@ -216,7 +213,7 @@ fn display_name(path: &Path) -> String {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
-    super::controls::shown_text(&name, 200)
+    crate::core::types::options::shown_text(&name, 200)
 }
 
 /// The quick check of a file as it is attached in the window (a stat, no
@@ -289,6 +286,24 @@ pub(super) fn prompt_blocks(
     Ok(blocks)
 }
 
+impl super::ChatService {
+    /// `ChatService.FindFiles`: files under the agent's working directory
+    /// that fuzzily match `query`, best first, relative to it (the
+    /// directory is walked off the async threads, and kept for 30 s).
+    pub async fn find_files(&self, agent: &str, query: &str, limit: usize) -> Result<Vec<String>, String> {
+        let root = self
+            .inner
+            .supervisor
+            .working_dir(agent)
+            .ok_or_else(|| gettext_f("unknown agent: {name}", &[("name", agent)]))?;
+        let this = self.clone();
+        let query = query.to_owned();
+        tokio::task::spawn_blocking(move || this.inner.files.get(&root).search(&query, limit.clamp(1, 200)))
+            .await
+            .map_err(|e| e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,7 +370,7 @@ mod tests {
             None,
         )
         .expect("not known yet");
-        let mut m = Message::new("m1".into(), "demo", super::super::message::Role::User);
+        let mut m = Message::new("m1".into(), "demo", crate::core::types::message::Role::User);
         m.parts.push(Part::Attachment(a));
         assert!(prompt_blocks(&m, &caps(false, false)).is_err());
         let blocks = prompt_blocks(&m, &caps(true, false)).expect("image");

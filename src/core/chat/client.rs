@@ -1,7 +1,7 @@
 //! The supervisor's view of the conversations (`AgentClient`): what an
 //! agent sends, handed to the chat; updates that do not decode are named.
 
-use super::*;
+use super::state::*;
 
 /// Names what was wrong with a session update that did not decode: an
 /// unknown kind, or an unknown content block type (never dropped silently).
@@ -25,8 +25,8 @@ pub(super) fn describe_bad_update(params: &RawValue, e: &serde_json::Error) -> S
 pub(super) struct ChatClient(pub(super) std::sync::Weak<ChatInner>);
 
 impl ChatClient {
-    fn chat(&self) -> Option<Chat> {
-        self.0.upgrade().map(|inner| Chat { inner })
+    fn chat(&self) -> Option<ChatService> {
+        self.0.upgrade().map(|inner| ChatService { inner })
     }
 }
 
@@ -86,5 +86,82 @@ impl AgentClient for ChatClient {
         if let Some(chat) = self.chat() {
             chat.disconnected(agent);
         }
+    }
+}
+
+impl ChatService {
+    /// Creates the conversations and registers them as the supervisor's client.
+    pub fn new(supervisor: AgentService, history: HistoryService, events: EventSender) -> Self {
+        let chat = ChatService {
+            inner: Arc::new(ChatInner {
+                convs: Mutex::new(HashMap::new()),
+                openers: Mutex::new(HashMap::new()),
+                offered: Mutex::new(HashMap::new()),
+                events,
+                supervisor: supervisor.clone(),
+                next_id: AtomicU64::new(1),
+                conv_serial: AtomicU64::new(1),
+                history,
+                files: Default::default(),
+                live: Mutex::default(),
+                rules: Mutex::default(),
+                silence: Mutex::new(Some(std::time::Duration::from_secs(300))),
+            }),
+        };
+        supervisor.set_client(Arc::new(ChatClient(Arc::downgrade(&chat.inner))));
+        chat
+    }
+
+    pub(super) fn apply_update(&self, agent: &str, session_id: &str, update: acp::SessionUpdate) {
+        let mut convs = lock(&self.inner.convs);
+        // This runs for every chunk of every answer: no allocation when
+        // the conversation exists.
+        if !convs.contains_key(agent) {
+            convs.insert(agent.to_owned(), Conv::default());
+        }
+        let Some(c) = convs.get_mut(agent) else { return };
+        let known = c.session.as_ref().is_some_and(|(s, _)| &*s.0 == session_id);
+        if !known {
+            if c.opening_session {
+                c.early.push((session_id.to_owned(), update));
+            } else {
+                drop(convs);
+                self.inner.supervisor.log(
+                    agent,
+                    format!("parley: an update for an unknown session {session_id} was ignored"),
+                );
+            }
+            return;
+        }
+        self.heard_from(agent, c);
+        let mut next_id = || self.next_id("m");
+        let mut emit = |e: Event| self.emit(e);
+        if let Some(kind) = c.apply(agent, update, &mut next_id, &mut emit) {
+            drop(convs);
+            tracing::debug!(agent, kind, "session update not shown");
+        }
+    }
+
+    pub(super) fn disconnected(&self, agent: &str) {
+        let pending: Vec<PendingPermission> = {
+            let mut convs = lock(&self.inner.convs);
+            let Some(c) = convs.get_mut(agent) else { return };
+            c.session = None;
+            // The options were the session's: the next one brings its own.
+            if !c.options.is_empty() {
+                c.options.clear();
+                self.emit(c.session_changed(agent));
+            }
+            c.permissions.drain(..).collect()
+        };
+        for p in pending {
+            drop(p.responder);
+            self.emit(Event::PermissionResolved(PermissionResolved {
+                id: p.request.id,
+                agent: agent.to_owned(),
+            }));
+        }
+        // Nobody is left to answer: the window's dialogs close.
+        self.cancel_elicitations(agent);
     }
 }

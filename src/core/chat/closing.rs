@@ -1,6 +1,6 @@
 //! The end of a turn closes what the agent left open.
 
-use super::*;
+use super::state::*;
 
 /// When a turn ends, no tool call of it stays open: codex-acp and
 /// gemini-cli send no last status for a call whose permission was

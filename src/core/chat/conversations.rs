@@ -7,91 +7,18 @@
 //! conversation gets its row when its first user message is sent, so
 //! opening an agent never leaves an empty conversation behind.
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
-
-use agent_client_protocol_schema::v1 as acp;
 use serde::Serialize;
 
-use super::message::{Message, PartKind, Role};
-use super::{lock, Chat, ChatError, Conv, Conversation};
+use super::state::{lock, ChatError, ChatService, Conv, Conversation, LiveSession};
 use crate::core::acp::calls;
-use crate::core::events::{ConversationSwitched, ConversationsChanged, Event, HistoryStatus};
-use crate::core::history::{self, ConversationSummary, History, Hit, Op};
+use crate::core::events::{ConversationSwitched, ConversationsChanged, Event};
+use crate::core::history::{self, ConversationSummary, History, Op};
+use crate::core::types::message::{Message, Role};
 use crate::i18n::gettext;
 
 /// The prefix of a `List` id for a session the agent listed but Parley has
 /// not stored.
 pub const AGENT_SESSION: &str = "session:";
-
-/// What the chat writes to, and which conversation each agent's events
-/// belong to. One lock for both: it is taken for every streamed chunk.
-#[derive(Default)]
-pub(super) struct Recorder {
-    history: Option<History>,
-    /// The configuration's path: history of another stays apart.
-    config: String,
-    /// Agent → its current conversation's id (once it has a row).
-    pub(super) ids: HashMap<String, String>,
-    /// Agent → the title last written (titles come with every option change).
-    pub(super) titles: HashMap<String, Option<String>>,
-    /// The titles of the sessions agents listed, by agent and session id
-    /// (an opened one keeps its title).
-    listed: HashMap<(String, String), String>,
-    /// Streamed text not yet sent to the writer (see `record`).
-    pending: Option<PendingText>,
-}
-
-/// Text deltas to one part, joined here before they go to the writer: a
-/// stream is thousands of deltas, and one channel message per delta costs
-/// the stream a tenth of its speed.
-struct PendingText {
-    agent: String,
-    conversation: String,
-    message_id: String,
-    index: usize,
-    kind: PartKind,
-    text: String,
-    since: Instant,
-}
-
-/// Joined text goes to the writer at least this often (the writer's own
-/// batches then take at most 50 ms more: what a crash can lose).
-const PENDING_TIME: Duration = Duration::from_millis(50);
-const PENDING_BYTES: usize = 1 << 20;
-
-impl Recorder {
-    /// Sends the joined text, if any.
-    fn flush_pending(&mut self) {
-        if let (Some(p), Some(h)) = (self.pending.take(), &self.history) {
-            h.writer().send(Op::Delta {
-                conversation: p.conversation,
-                message_id: p.message_id,
-                index: p.index,
-                kind: p.kind,
-                text: Some(p.text),
-                part: None,
-            });
-        }
-    }
-
-    /// Sends a change, after the joined text (order is kept).
-    fn send(&mut self, op: Op) {
-        self.flush_pending();
-        if let Some(h) = &self.history {
-            h.writer().send(op);
-        }
-    }
-}
-
-/// A session left open in the agent's process (`generation`), with what
-/// the conversation had of it.
-pub(super) struct LiveSession {
-    pub(super) sid: acp::SessionId,
-    pub(super) generation: u64,
-    pub(super) options: Vec<super::controls::SessionOption>,
-    pub(super) commands: Vec<super::message::Command>,
-}
 
 /// At most this many sessions are kept open per agent for switching back.
 const LIVE_SESSIONS: usize = 20;
@@ -117,153 +44,7 @@ fn new_conversation_id(n: u64) -> String {
     format!("c{millis:x}-{n}")
 }
 
-impl Chat {
-    /// Keeps the conversations of configuration `config` in `history`
-    /// (`None`: in memory only).
-    pub fn set_history(&self, history: Option<History>, config: &str) {
-        let start = {
-            let mut r = lock(&self.inner.recorder);
-            r.flush_pending();
-            let start = r.history.is_none() && history.is_some();
-            r.history = history;
-            r.config = config.to_owned();
-            r.ids.clear();
-            r.titles.clear();
-            start
-        };
-        if start {
-            self.start_pending_timer();
-        }
-    }
-
-    /// The history, if conversations are kept.
-    pub fn history(&self) -> Option<History> {
-        lock(&self.inner.recorder).history.clone()
-    }
-
-    /// Writes what an event changes of the agent's current conversation.
-    /// Text deltas are joined first (`PendingText`); this runs for every
-    /// chunk of every answer.
-    pub(super) fn record(&self, e: &Event) {
-        let mut title_changed = None;
-        {
-            let mut r = lock(&self.inner.recorder);
-            if r.history.is_none() {
-                return;
-            }
-            let op = match e {
-                Event::MessageDelta(d) => {
-                    if let (Some(text), None) = (&d.text, &d.part) {
-                        if let Some(p) = &mut r.pending {
-                            if p.agent == d.agent
-                                && p.message_id == d.message_id
-                                && p.index == d.index
-                                && p.kind == d.kind
-                            {
-                                p.text.push_str(text);
-                                if p.text.len() >= PENDING_BYTES || p.since.elapsed() >= PENDING_TIME {
-                                    r.flush_pending();
-                                }
-                                return;
-                            }
-                        }
-                        let Some(id) = r.ids.get(&d.agent).cloned() else {
-                            return;
-                        };
-                        r.flush_pending();
-                        r.pending = Some(PendingText {
-                            agent: d.agent.clone(),
-                            conversation: id,
-                            message_id: d.message_id.clone(),
-                            index: d.index,
-                            kind: d.kind,
-                            text: text.clone(),
-                            since: Instant::now(),
-                        });
-                        return;
-                    }
-                    let Some(id) = r.ids.get(&d.agent) else { return };
-                    Op::Delta {
-                        conversation: id.clone(),
-                        message_id: d.message_id.clone(),
-                        index: d.index,
-                        kind: d.kind,
-                        text: d.text.clone(),
-                        part: d.part.clone(),
-                    }
-                }
-                Event::MessageUpdated(u) => {
-                    let Some(id) = r.ids.get(&u.agent) else { return };
-                    Op::Message {
-                        conversation: id.clone(),
-                        message: u.message.clone(),
-                    }
-                }
-                Event::MessageRemoved(m) => {
-                    let Some(id) = r.ids.get(&m.agent) else { return };
-                    Op::RemoveMessage {
-                        conversation: id.clone(),
-                        message_id: m.message_id.clone(),
-                    }
-                }
-                Event::SessionChanged(s) => {
-                    let Some(id) = r.ids.get(&s.agent).cloned() else {
-                        return;
-                    };
-                    if r.titles.get(&s.agent) == Some(&s.title) {
-                        return;
-                    }
-                    r.titles.insert(s.agent.clone(), s.title.clone());
-                    title_changed = Some(s.agent.clone());
-                    Op::Title {
-                        conversation: id,
-                        title: s.title.clone(),
-                    }
-                }
-                _ => return,
-            };
-            r.send(op);
-        }
-        if let Some(agent) = title_changed {
-            self.conversations_changed(&agent);
-        }
-    }
-
-    /// Sends the joined text to the writer; returns the history (to flush
-    /// it, off the async threads, before a read).
-    pub fn flush_recorded(&self) -> Option<History> {
-        let mut r = lock(&self.inner.recorder);
-        r.flush_pending();
-        r.history.clone()
-    }
-
-    /// Sends joined text that waited `PENDING_TIME` (a stream that paused),
-    /// every 50 ms, while the chat lives.
-    fn start_pending_timer(&self) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let weak = std::sync::Arc::downgrade(&self.inner);
-        runtime.spawn(async move {
-            let mut tick = tokio::time::interval(PENDING_TIME);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let Some(inner) = weak.upgrade() else { return };
-                let mut r = lock(&inner.recorder);
-                if r.history.is_none() {
-                    return;
-                }
-                if r.pending
-                    .as_ref()
-                    .is_some_and(|p| p.since.elapsed() >= PENDING_TIME)
-                {
-                    r.flush_pending();
-                }
-            }
-        });
-    }
-
+impl ChatService {
     /// Gives the agent's conversation its row, with what it holds so far
     /// (warnings before the first message): called with `c` locked, before
     /// its first user message is added.
@@ -271,7 +52,7 @@ impl Chat {
         if c.conversation.is_some() {
             return false;
         }
-        let mut r = lock(&self.inner.recorder);
+        let mut r = self.inner.history.recorder();
         if !r.history.as_ref().is_some_and(History::writable) {
             return false;
         }
@@ -313,23 +94,19 @@ impl Chat {
 
     /// Stores the agent session of the agent's current conversation.
     pub(super) fn record_session(&self, agent: &str, session_id: &str) {
-        let mut r = lock(&self.inner.recorder);
-        if let Some(id) = r.ids.get(agent).cloned() {
-            r.send(Op::Session {
-                conversation: id,
-                session_id: Some(session_id.to_owned()),
-            });
-        }
+        self.inner.history.record_session(agent, session_id);
     }
 
     fn config_key(&self) -> String {
-        lock(&self.inner.recorder).config.clone()
+        self.inner.history.config_key()
     }
 
     /// The history, with the chat's joined text sent to its writer (so a
     /// read after a flush sees everything).
     fn history_or_err(&self) -> Result<History, ChatError> {
-        self.flush_recorded()
+        self.inner
+            .history
+            .flushed()
             .ok_or_else(|| ChatError::History(gettext("no history is kept")))
     }
 
@@ -344,7 +121,7 @@ impl Chat {
         let current = lock(&self.inner.convs)
             .get(agent)
             .and_then(|c| c.conversation.clone());
-        let Some(h) = self.flush_recorded() else {
+        let Some(h) = self.inner.history.flushed() else {
             return Ok(Conversations {
                 conversations: Vec::new(),
                 current,
@@ -380,7 +157,7 @@ impl Chat {
         };
         for s in listed {
             let sid = s.session_id.to_string();
-            if super::controls::shown_text(&sid, 200) != sid
+            if crate::core::types::options::shown_text(&sid, 200) != sid
                 || conversations
                     .iter()
                     .any(|c| c.session_id.as_deref() == Some(sid.as_str()))
@@ -390,9 +167,11 @@ impl Chat {
             }
             let title = s
                 .title
-                .map(|t| super::controls::shown_text(&t, 200))
+                .map(|t| crate::core::types::options::shown_text(&t, 200))
                 .unwrap_or_default();
-            lock(&self.inner.recorder)
+            self.inner
+                .history
+                .recorder()
                 .listed
                 .insert((agent.to_owned(), sid.clone()), title.clone());
             conversations.push(ConversationSummary {
@@ -434,7 +213,7 @@ impl Chat {
                 .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             let mut old = std::mem::replace(c, next);
             // The new conversation's row (an opened one has it already).
-            let mut r = lock(&self.inner.recorder);
+            let mut r = self.inner.history.recorder();
             match &c.conversation {
                 Some(id) => {
                     r.ids.insert(agent.to_owned(), id.clone());
@@ -492,7 +271,7 @@ impl Chat {
 
     /// `conversations:changed`, with the agent's current conversation.
     pub(super) fn conversations_changed(&self, agent: &str) {
-        let current = lock(&self.inner.recorder).ids.get(agent).cloned();
+        let current = self.inner.history.recorder().ids.get(agent).cloned();
         self.emit(Event::ConversationsChanged(ConversationsChanged {
             agent: agent.to_owned(),
             current,
@@ -582,7 +361,9 @@ impl Chat {
             .next_id
             .fetch_max(highest + 1, std::sync::atomic::Ordering::Relaxed);
         let listed_title = external.as_ref().and_then(|sid| {
-            lock(&self.inner.recorder)
+            self.inner
+                .history
+                .recorder()
                 .listed
                 .get(&(agent.to_owned(), sid.clone()))
                 .filter(|t| !t.is_empty())
@@ -704,7 +485,7 @@ impl Chat {
             if !h.writable() {
                 return Err(ChatError::History(h.writer().failure().unwrap_or_default()));
             }
-            lock(&self.inner.recorder).send(Op::Delete {
+            self.inner.history.recorder().send(Op::Delete {
                 conversation: stored_id,
             });
         }
@@ -730,14 +511,14 @@ impl Chat {
         if !h.writable() {
             return Err(ChatError::History(h.writer().failure().unwrap_or_default()));
         }
-        let title = super::controls::shown_text(title.trim(), 200);
+        let title = crate::core::types::options::shown_text(title.trim(), 200);
         let stored = h
             .conversation(id)
             .map_err(|e| ChatError::History(e.to_string()))?
             .filter(|s| s.agent == agent && s.config == self.config_key())
             .ok_or_else(|| ChatError::NoSuchConversation(id.to_owned()))?;
         let title = (!title.is_empty()).then_some(title);
-        lock(&self.inner.recorder).send(Op::Title {
+        self.inner.history.recorder().send(Op::Title {
             conversation: stored.id.clone(),
             title: title.clone(),
         });
@@ -746,7 +527,9 @@ impl Chat {
             match convs.get_mut(agent) {
                 Some(c) if c.conversation.as_deref() == Some(id) => {
                     c.title = title.clone();
-                    lock(&self.inner.recorder)
+                    self.inner
+                        .history
+                        .recorder()
                         .titles
                         .insert(agent.to_owned(), title.clone());
                     Some(c.session_changed(agent))
@@ -761,21 +544,6 @@ impl Chat {
         Ok(())
     }
 
-    /// `Search(query)`: across this configuration's conversations, best
-    /// first; the matching words between U+0002 and U+0003.
-    pub async fn search(&self, query: &str, limit: usize) -> Result<Vec<Hit>, ChatError> {
-        let h = self.history_or_err()?;
-        let config = self.config_key();
-        let query = query.to_owned();
-        tokio::task::spawn_blocking(move || {
-            flushed(&h);
-            h.search(&config, &query, limit.clamp(1, 500))
-        })
-        .await
-        .map_err(|e| ChatError::History(e.to_string()))?
-        .map_err(|e| ChatError::History(e.to_string()))
-    }
-
     /// `Export(agent)`: the agent's current conversation as Markdown.
     pub fn export(&self, agent: &str) -> Result<String, ChatError> {
         let c = self.conversation(agent)?;
@@ -785,32 +553,9 @@ impl Chat {
             &c.messages,
         ))
     }
-
-    /// Tells the front ends whether the history is written (`history:status`).
-    pub fn history_status(&self) -> HistoryStatus {
-        match self.history() {
-            None => HistoryStatus {
-                writable: false,
-                error: Some(gettext("no history is kept")),
-            },
-            Some(h) => HistoryStatus {
-                writable: h.writable() && h.writer().failure().is_none(),
-                error: h.writer().failure(),
-            },
-        }
-    }
 }
 
-/// Waits until what was sent to the writer is on disk, so a read that
-/// follows sees it (a read-only history has nothing to wait for).
-fn flushed(h: &History) {
-    // (The chat's joined text was sent before: see `flush_recorded`.)
-    if h.writable() {
-        if let Err(e) = h.writer().flush() {
-            tracing::debug!(error = %e, "history: flush before a read");
-        }
-    }
-}
+use crate::core::history::service::flushed;
 
 fn first_line(messages: &[Message]) -> &str {
     messages
@@ -818,7 +563,7 @@ fn first_line(messages: &[Message]) -> &str {
         .find(|m| m.role == Role::User)
         .and_then(|m| {
             m.parts.iter().find_map(|p| match p {
-                super::message::Part::Text { text } => text.lines().next(),
+                crate::core::types::message::Part::Text { text } => text.lines().next(),
                 _ => None,
             })
         })

@@ -12,17 +12,11 @@
 
 use serde_json::{Map, Value};
 
-use super::*;
+use super::state::*;
 
 /// The largest elicitation request taken (its message and schema are
 /// shown and kept until answered).
 const MAX_REQUEST: usize = 256 * 1024;
-
-/// An elicitation waiting for the user.
-pub(super) struct PendingElicitation {
-    pub request: ElicitationRequest,
-    pub responder: Responder,
-}
 
 /// The answer the agent gets.
 fn response(action: &str, content: Option<Map<String, Value>>) -> Value {
@@ -32,7 +26,7 @@ fn response(action: &str, content: Option<Map<String, Value>>) -> Value {
     }
 }
 
-impl Chat {
+impl ChatService {
     pub(super) fn elicitation_request(&self, agent: &str, params: &RawValue, responder: Responder) {
         let raw: Value = match serde_json::from_str(params.get()) {
             Ok(v) => v,

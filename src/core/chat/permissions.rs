@@ -1,9 +1,11 @@
 //! Permission requests: asking the user on the agent's behalf, and the
 //! answer, built from the protocol's own types.
 
-use super::*;
+use super::state::*;
+use super::updates::find_tool;
+use crate::core::config::rules;
 
-impl Chat {
+impl ChatService {
     /// `AnswerPermission(id, optionId)`.
     pub fn answer_permission(&self, id: &str, option_id: &str) -> Result<(), ChatError> {
         let mut convs = lock(&self.inner.convs);

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use agent_client_protocol_schema::v1 as acp;
 use serde_json::Value;
 
-use super::controls::{self, OptionSource, SessionOption};
-use super::message::{MessageCode, Part, Role};
-use super::{lock, Chat, ChatError, Message};
+use super::state::{lock, ChatError, ChatService, Message};
 use crate::core::acp::{calls, Connection};
 use crate::core::config::model::{McpServerDef, McpTransport};
+use crate::core::types::message::{MessageCode, Part, Role};
+use crate::core::types::options::{self as controls, OptionSource, SessionOption};
 use crate::i18n::gettext_f;
 
 /// A session and the updates that came for it before `session/new`
@@ -90,7 +90,7 @@ pub fn mcp_servers(
     (servers, left_out)
 }
 
-impl Chat {
+impl ChatService {
     fn opener(&self, agent: &str) -> Arc<tokio::sync::Mutex<()>> {
         lock(&self.inner.openers)
             .entry(agent.to_owned())
@@ -218,7 +218,7 @@ impl Chat {
                 drop(convs);
                 self.let_go(
                     agent,
-                    super::conversations::LiveSession {
+                    super::state::LiveSession {
                         sid,
                         generation,
                         options: controls::from_session_answer(&raw),
@@ -269,7 +269,7 @@ impl Chat {
             if loaded {
                 let replay = replayed(agent, content, &mut next_id);
                 for m in merge(&mut c.messages, replay) {
-                    emit(super::Event::MessageUpdated(
+                    emit(crate::core::events::Event::MessageUpdated(
                         crate::core::events::MessageUpdated {
                             agent: agent.to_owned(),
                             message: m,
@@ -593,11 +593,11 @@ fn replayed(
     updates: Vec<(String, acp::SessionUpdate)>,
     next_id: &mut impl FnMut() -> String,
 ) -> Vec<Message> {
-    let mut tmp = super::Conv::default();
+    let mut tmp = super::state::Conv::default();
     for (_, update) in updates {
         match update {
             acp::SessionUpdate::UserMessageChunk(chunk) => {
-                let text = super::message::into_text(chunk.content);
+                let text = crate::core::types::message::into_text(chunk.content);
                 tmp.current = None;
                 match tmp.messages.last_mut() {
                     Some(m) if m.role == Role::User => match m.parts.last_mut() {

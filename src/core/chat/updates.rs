@@ -5,10 +5,10 @@
 
 use agent_client_protocol_schema::v1 as acp;
 
-use super::controls::{self, OptionSource};
-use super::message::{self, Command, Cost, Message, Part, PartKind, Role, ToolCall, Usage};
-use super::Conv;
+use super::state::Conv;
 use crate::core::events::{Event, MessageDelta, SessionChanged, UsageChanged};
+use crate::core::types::message::{self, Command, Cost, Message, Part, PartKind, Role, ToolCall, Usage};
+use crate::core::types::options::{self as controls, OptionSource};
 
 // `next_id` (where new message ids come from) and `out` (where the events
 // go) are generic, not `dyn`: this runs for every chunk of every answer,
@@ -526,7 +526,7 @@ mod tests {
     #[test]
     fn options_title_and_cost_follow_the_agent() {
         let mut c = Conv {
-            options: super::super::controls::from_session_answer(&json!({
+            options: crate::core::types::options::from_session_answer(&json!({
                 "modes": {"currentModeId": "ask", "availableModes": [{"id": "ask", "name": "Ask"}, {"id": "code", "name": "Code"}]}
             })),
             ..Conv::default()

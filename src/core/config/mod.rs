@@ -3,6 +3,8 @@
 
 pub mod edit;
 pub mod model;
+pub mod rules;
+pub mod service;
 pub mod store;
 pub mod validate;
 pub mod watch;

@@ -6,20 +6,12 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use jsonc_parser::ast;
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::model::{parse_duration, Config};
 use crate::i18n::gettext_f;
 
-/// One problem or warning, 1-based line and column.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    pub line: usize,
-    pub column: usize,
-    pub message: String,
-    pub warning: bool,
-}
+pub use crate::core::types::problem::Problem;
 
 pub struct Validated {
     /// Errors and warnings, in text order.
@@ -370,7 +362,7 @@ pub fn validate_knowing(text: &str, offered: DefaultsCheck<'_>) -> Validated {
                 let Some(glob) = rule.get(key).and_then(Value::as_str) else {
                     continue;
                 };
-                if let Err(e) = crate::core::chat::rules::compile(glob, key == "path") {
+                if let Err(e) = crate::core::config::rules::compile(glob, key == "path") {
                     push(
                         &format!("/permissions/{i}/{key}"),
                         false,
@@ -445,9 +437,7 @@ pub fn validate_knowing(text: &str, offered: DefaultsCheck<'_>) -> Validated {
             let Some(command) = agent.get("command").and_then(Value::as_str) else {
                 continue;
             };
-            if command.is_empty()
-                || command.contains('/')
-                || crate::core::supervisor::launch::bundled(command).is_some()
+            if command.is_empty() || command.contains('/') || crate::core::launch::bundled(command).is_some()
             {
                 continue;
             }
@@ -461,16 +451,12 @@ pub fn validate_knowing(text: &str, offered: DefaultsCheck<'_>) -> Validated {
                     {
                         // The login shell's PATH if it is known already:
                         // validation runs on each keystroke and never waits.
-                        let dirs = crate::core::supervisor::launch::search_dirs(
+                        let dirs = crate::core::launch::search_dirs(
                             env_path,
-                            crate::core::supervisor::launch::login_shell_path_now(),
+                            crate::core::launch::login_shell_path_now(),
                         );
-                        crate::core::supervisor::process::resolve_program(
-                            command,
-                            std::path::Path::new("/"),
-                            &dirs,
-                        )
-                        .is_some()
+                        crate::core::launch::resolve_program(command, std::path::Path::new("/"), &dirs)
+                            .is_some()
                     }
                 });
             if !found {
@@ -482,7 +468,7 @@ pub fn validate_knowing(text: &str, offered: DefaultsCheck<'_>) -> Validated {
                             "agents[{index}].command: {command} was not found on PATH",
                             &[("index", &i.to_string()), ("command", command)],
                         );
-                        if let Some(hint) = crate::core::supervisor::launch::install_hint(command) {
+                        if let Some(hint) = crate::core::launch::install_hint(command) {
                             text.push_str(&gettext_f("; install it with {hint}", &[("hint", hint)]));
                         }
                         text

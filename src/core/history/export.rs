@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::core::chat::message::{self, Message, Part, Role};
+use crate::core::types::message::{self, Message, Part, Role};
 use crate::i18n::gettext;
 
 /// A fence longer than any run of backticks in `text`.
@@ -97,7 +97,7 @@ pub fn markdown(title: &str, agent: &str, messages: &[Message]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::chat::message::{Diff, ToolCall};
+    use crate::core::types::message::{Diff, ToolCall};
 
     #[test]
     fn code_in_the_answer_keeps_its_fences() {

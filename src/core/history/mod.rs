@@ -16,6 +16,7 @@
 
 pub mod export;
 mod schema;
+pub mod service;
 mod writer;
 
 use std::path::{Path, PathBuf};
@@ -24,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use serde::Serialize;
 
-use crate::core::chat::message::{Message, Part};
+use crate::core::types::message::{Message, Part};
 pub use writer::{FailureListener, Op, Writer};
 
 #[derive(Debug, thiserror::Error)]

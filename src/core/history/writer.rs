@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
-use crate::core::chat::message::{Message, Part, PartKind, Role};
+use crate::core::types::message::{Message, Part, PartKind, Role};
 
 const BATCH_TIME: Duration = Duration::from_millis(50);
 const BATCH_OPS: usize = 20_000;
@@ -391,7 +391,7 @@ fn write_batch(conn: &mut Connection, ops: Vec<Op>, later: &mut Vec<i64>) -> rus
                         .execute(params![
                             message.id,
                             conversation,
-                            crate::core::chat::message::wire_name(&message.role),
+                            crate::core::types::message::wire_name(&message.role),
                             meta,
                             text,
                             message.done

@@ -12,6 +12,8 @@
 //! entry that does not parse.
 
 pub mod fetch;
+mod install;
+pub mod listing;
 pub mod service;
 pub mod unpack;
 

@@ -4,7 +4,8 @@
 //! `auth:changed`.
 
 use super::*;
-use crate::core::auth::{secrets, AuthMethod, AuthStatus};
+use crate::core::secrets;
+use crate::core::types::auth::{AuthMethod, AuthStatus};
 
 #[derive(Debug, Clone, Default)]
 pub struct AuthState {
@@ -17,7 +18,7 @@ pub struct AuthState {
     pub signing_in: Option<String>,
 }
 
-impl Supervisor {
+impl AgentService {
     /// Saved keys belong to this configuration file (its path).
     pub fn set_scope(&self, scope: &str) {
         *self.shared.scope.write().unwrap_or_else(|e| e.into_inner()) = scope.to_owned();

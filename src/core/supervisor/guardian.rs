@@ -44,7 +44,7 @@ pub fn helper() -> Option<&'static CStr> {
     HELPER
         .get_or_init(|| {
             use std::os::unix::ffi::OsStrExt;
-            let beside = super::launch::own_program_dir()
+            let beside = crate::core::launch::own_program_dir()
                 .map(|dir| ["parley-demo-agent", "parley-cli", "parley"].map(|name| dir.join(name)));
             let own = std::env::current_exe().ok().filter(|exe| {
                 exe.file_name()
@@ -55,7 +55,7 @@ pub fn helper() -> Option<&'static CStr> {
                 .into_iter()
                 .flatten()
                 .chain(own)
-                .find(|p| super::process::is_executable(p))
+                .find(|p| crate::core::launch::is_executable(p))
                 .and_then(|p| CString::new(p.as_os_str().as_bytes()).ok())
         })
         .as_deref()

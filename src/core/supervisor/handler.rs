@@ -16,8 +16,8 @@ pub(super) struct AgentHandler {
 }
 
 impl AgentHandler {
-    fn supervisor(&self) -> Option<Supervisor> {
-        self.supervisor.upgrade().map(|shared| Supervisor { shared })
+    fn supervisor(&self) -> Option<AgentService> {
+        self.supervisor.upgrade().map(|shared| AgentService { shared })
     }
 
     /// Answers `fs/*` off the connection's reader task: the file work runs
@@ -60,7 +60,7 @@ impl AgentHandler {
                 let line = format!("parley: refused {method}: {e}");
                 tracing::info!(agent, "{line}");
                 if let Some(shared) = supervisor.upgrade() {
-                    Supervisor { shared }.push_log(&agent, &logs, line);
+                    AgentService { shared }.push_log(&agent, &logs, line);
                 }
             }
             responder.respond(
@@ -115,7 +115,15 @@ impl AgentHandler {
                         ),
                         supervisor.definition(&agent),
                     ) {
-                        (Ok(request), Some(def)) => terminals.create(&supervisor, &def, request).await,
+                        (Ok(request), Some(def)) => {
+                            let start = |command: String, args: Vec<String>, env, cwd: std::path::PathBuf| async move {
+                                supervisor
+                                    .spawn_on_terminal(&command, &args, &env, &cwd)
+                                    .await
+                                    .map_err(|e| e.reason)
+                            };
+                            terminals.create(&def, request, start).await
+                        }
                         (Err(e), _) => Err(RpcError::remote(acp::connection::INVALID_PARAMS, e.to_string())),
                         (_, None) => Err(RpcError::remote(acp::connection::INTERNAL_ERROR, unknown(&agent))),
                     }
@@ -186,6 +194,7 @@ impl Handler for AgentHandler {
         // Its terminals go with the connection.
         self.terminals.end_all();
         let Some(s) = self.supervisor() else { return };
+        s.shared.terminals.close(&self.agent, &self.terminals);
         match reason {
             Some(reason) => {
                 s.push_log(&self.agent, &self.logs, format!("parley: {reason}"));

@@ -2,7 +2,15 @@
 
 use super::*;
 
-pub(super) async fn idle_check(shared: Weak<Shared>) {
+impl AgentService {
+    /// Stops, now and then, the agents that were left unused too long
+    /// (for as long as the service lives).
+    pub(super) fn watch_idle(&self) {
+        tokio::spawn(idle_check(Arc::downgrade(&self.shared)));
+    }
+}
+
+async fn idle_check(shared: Weak<Shared>) {
     let period = match shared.upgrade() {
         Some(s) => s.timings.idle_check,
         None => return,
@@ -25,7 +33,7 @@ pub(super) async fn idle_check(shared: Weak<Shared>) {
                     .collect(),
             }
         };
-        let this = Supervisor { shared };
+        let this = AgentService { shared };
         for name in idle {
             let s = this.clone();
             tokio::spawn(async move {

@@ -81,7 +81,7 @@ impl LoginTerminal {
     }
 }
 
-impl Supervisor {
+impl AgentService {
     /// Runs `command` (found as an agent's command is) on a new
     /// pseudo-terminal beneath a guardian, in a session of its own: the
     /// terminal's controlling side, the command's group, the hold on its

@@ -2,7 +2,7 @@
 
 use super::*;
 
-impl Supervisor {
+impl AgentService {
     /// The last 200 stderr lines.
     pub fn logs(&self, name: &str) -> Result<Vec<String>, AgentError> {
         let mut t = lock(&self.shared.table);

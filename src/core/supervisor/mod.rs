@@ -10,7 +10,6 @@ mod auth;
 pub mod guardian;
 mod handler;
 mod idle;
-pub mod launch;
 pub mod lifecycle;
 mod login;
 mod logs;
@@ -18,10 +17,6 @@ pub mod process;
 mod start;
 mod stop;
 pub mod terminals;
-
-use handler::AgentHandler;
-use idle::idle_check;
-use logs::{read_stderr, with_last_lines};
 
 pub use auth::AuthState;
 pub use login::LoginTerminal;
@@ -42,7 +37,7 @@ use crate::core::acp::{self, calls, fs::FsScope, Connection, Handler, Responder,
 use crate::core::config::model::{AgentDef, Limits, McpServerDef};
 use crate::core::events::{self, AgentLog, AgentStateChanged, Event, EventSender};
 use lifecycle::{transition, AgentState, Trigger};
-use process::StopTimings;
+use process::{StopTimings, GUARDIAN_SLACK};
 
 /// How many stderr lines `Logs` keeps.
 pub const LOG_LINES: usize = 200;
@@ -164,10 +159,6 @@ impl From<StartError> for String {
     }
 }
 
-/// Beyond its grace period, how long the guardian gets to finish ending what
-/// an agent left before Parley closes its lifeline.
-const GUARDIAN_SLACK: Duration = Duration::from_secs(2);
-
 struct Running {
     conn: Connection,
     pgid: i32,
@@ -178,8 +169,6 @@ struct Running {
     can_logout: bool,
     /// What `initialize` said the agent can do.
     capabilities: schema::AgentCapabilities,
-    /// The ACP terminals this process asked for.
-    terminals: Arc<terminals::Terminals>,
 }
 
 impl Running {
@@ -290,10 +279,18 @@ struct Shared {
     spawn_prefix: Vec<String>,
     /// The configuration file's path: what saved keys belong to.
     scope: RwLock<String>,
+    /// The ACP terminals of the agents' processes.
+    terminals: terminals::TerminalService,
+    /// The newer versions the registry has, by agent (given by `Core`).
+    updates: RwLock<Option<UpdateSource>>,
 }
 
+/// The newer version an agent's registry has, if any (the registry read
+/// last tells it).
+pub type UpdateSource = Box<dyn Fn(&AgentDef) -> Option<String> + Send + Sync>;
+
 #[derive(Clone)]
-pub struct Supervisor {
+pub struct AgentService {
     shared: Arc<Shared>,
 }
 
@@ -338,9 +335,14 @@ enum StartStep {
     Spawn(Box<AgentDef>, u64, Arc<Mutex<VecDeque<String>>>),
 }
 
-impl Supervisor {
+impl AgentService {
     /// Must be called inside a tokio runtime: it starts the idle check.
-    pub fn new(events: EventSender, timings: Timings, spawn_prefix: Vec<String>) -> Self {
+    pub fn new(
+        events: EventSender,
+        timings: Timings,
+        spawn_prefix: Vec<String>,
+        terminals: terminals::TerminalService,
+    ) -> Self {
         let shared = Arc::new(Shared {
             table: Mutex::new(Table {
                 agents: Vec::new(),
@@ -353,9 +355,18 @@ impl Supervisor {
             client: RwLock::new(None),
             spawn_prefix,
             scope: RwLock::new(String::new()),
+            terminals,
+            updates: RwLock::new(None),
         });
-        tokio::spawn(idle_check(Arc::downgrade(&shared)));
-        Supervisor { shared }
+        let service = AgentService { shared };
+        service.watch_idle();
+        service
+    }
+
+    /// Where `list` learns of newer versions (the registry's service, each
+    /// time it reads the registry).
+    pub fn set_updates(&self, source: UpdateSource) {
+        *self.shared.updates.write().unwrap_or_else(|e| e.into_inner()) = Some(source);
     }
 
     pub fn set_client(&self, client: Arc<dyn AgentClient>) {
@@ -447,8 +458,16 @@ impl Supervisor {
 
     /// Every agent of the configuration, in its order.
     pub fn list(&self) -> Vec<AgentInfo> {
+        let updates = self.shared.updates.read().unwrap_or_else(|e| e.into_inner());
         let t = lock(&self.shared.table);
-        t.agents.iter().filter(|e| !e.removed).map(Entry::info).collect()
+        t.agents
+            .iter()
+            .filter(|e| !e.removed)
+            .map(|e| AgentInfo {
+                update_available: updates.as_ref().and_then(|newer| newer(&e.def)),
+                ..e.info()
+            })
+            .collect()
     }
 
     pub fn state(&self, name: &str) -> Option<AgentState> {
@@ -536,22 +555,7 @@ impl Supervisor {
 
     /// Whether a command the agent runs in one of its terminals still runs.
     pub fn terminal_running(&self, agent: &str) -> bool {
-        let terminals = {
-            let mut t = lock(&self.shared.table);
-            t.find(agent)
-                .and_then(|a| a.running.as_ref())
-                .map(|r| r.terminals.clone())
-        };
-        terminals.is_some_and(|t| t.any_running())
-    }
-
-    /// A terminal's output so far and its exit status, if the agent has it.
-    pub fn terminal_output(&self, agent: &str, id: &str) -> Option<(String, Option<ExitStatus>)> {
-        let terminals = {
-            let mut t = lock(&self.shared.table);
-            t.find(agent)?.running.as_ref()?.terminals.clone()
-        };
-        terminals.output_of(id)
+        self.shared.terminals.running(agent)
     }
 
     /// The process group of a running agent (for tests and diagnostics).
@@ -561,4 +565,4 @@ impl Supervisor {
     }
 }
 
-impl Supervisor {}
+impl AgentService {}

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -331,6 +331,10 @@ pub fn stat_state_and_group(pid: i32) -> Option<(char, i32)> {
     Some((state, pgrp))
 }
 
+/// Beyond its grace period, how long the guardian gets to finish ending what
+/// an agent left before Parley closes its lifeline.
+pub const GUARDIAN_SLACK: Duration = Duration::from_secs(2);
+
 /// The durations of the stop sequence.
 #[derive(Debug, Clone, Copy)]
 pub struct StopTimings {
@@ -390,26 +394,6 @@ pub async fn reap_leftovers(pgid: i32, term_grace: Duration) {
     }
 }
 
-/// The program to run: a command with a `/` is taken as a path (relative to
-/// the agent's cwd); a bare name is searched in each directory of `path_dirs`.
-pub fn resolve_program(command: &str, cwd: &Path, path_dirs: &[PathBuf]) -> Option<PathBuf> {
-    if command.contains('/') {
-        let p = cwd.join(command);
-        return is_executable(&p).then_some(p);
-    }
-    path_dirs
-        .iter()
-        .map(|d| d.join(command))
-        .find(|p| is_executable(p))
-}
-
-pub fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p)
-        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        .unwrap_or(false)
-}
-
 /// A new pseudo-terminal: its controlling side and the side a command
 /// gets as its terminal (sign-in commands, ACP terminals).
 pub fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
@@ -450,20 +434,6 @@ pub fn open_pty() -> std::io::Result<(OwnedFd, OwnedFd)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn resolves_bare_names_on_the_path_and_paths_against_cwd() {
-        let dirs = vec![PathBuf::from("/nonexistent"), PathBuf::from("/bin")];
-        assert_eq!(
-            resolve_program("sh", Path::new("/"), &dirs),
-            Some(PathBuf::from("/bin/sh"))
-        );
-        assert_eq!(resolve_program("no-such-agent-xyz", Path::new("/"), &dirs), None);
-        assert_eq!(
-            resolve_program("./sh", Path::new("/bin"), &[]),
-            Some(PathBuf::from("/bin/./sh"))
-        );
-    }
 
     #[test]
     fn reads_its_own_process_group() {

@@ -1,9 +1,12 @@
 //! Starting an agent: the limit, spawning beneath its guardian, the
 //! handshake, and settling the outcome against stops that came meanwhile.
 
+use super::handler::AgentHandler;
+use super::logs::{read_stderr, with_last_lines};
 use super::*;
+use crate::core::launch;
 
-impl Supervisor {
+impl AgentService {
     /// Starts the agent if it is not running; resolves once it is `ready`
     /// (or `busy`), or with the reason it could not start.
     pub async fn start(&self, name: &str) -> Result<(), StartError> {
@@ -252,12 +255,7 @@ impl Supervisor {
             }
         });
         let cap = lock(&self.shared.table).limits.max_terminals_per_agent.max(1) as usize;
-        let terminals = Arc::new(terminals::Terminals::new(
-            &name,
-            self.shared.events.clone(),
-            cap,
-            self.shared.timings.stop,
-        ));
+        let terminals = self.shared.terminals.open(&name, cap, self.shared.timings.stop);
         let handler = Arc::new(AgentHandler {
             agent: name.clone(),
             generation,
@@ -280,7 +278,6 @@ impl Supervisor {
             auth_methods: Vec::new(),
             can_logout: false,
             capabilities: Default::default(),
-            terminals,
         };
         let timeout = self.shared.timings.handshake_timeout;
         let reason = match tokio::time::timeout(timeout, calls::initialize(&conn)).await {
@@ -319,7 +316,7 @@ impl Supervisor {
         } else if self.shared.spawn_prefix.is_empty() {
             let login = launch::login_shell_path(Duration::from_secs(3)).await;
             let dirs = launch::search_dirs(env.get("PATH").map(String::as_str), login);
-            let program = process::resolve_program(command, cwd, &dirs)
+            let program = crate::core::launch::resolve_program(command, cwd, &dirs)
                 .ok_or_else(|| StartError::plain(launch::not_found(command, &dirs)))?;
             Ok((program, args.to_vec(), &[][..]))
         } else {
@@ -340,7 +337,7 @@ impl Supervisor {
         def: &AgentDef,
     ) -> std::collections::BTreeMap<String, String> {
         let mut env = def.env.clone();
-        match crate::core::auth::secrets::load(&self.scope(), &def.name).await {
+        match crate::core::secrets::load(&self.scope(), &def.name).await {
             Ok(values) => {
                 for (name, value) in values {
                     env.insert(name, value.expose().to_owned());

@@ -1,9 +1,10 @@
 //! Stopping an agent: the stop sequence, an agent that exits on its own or
 //! loses its connection, restart, and quitting.
 
+use super::logs::with_last_lines;
 use super::*;
 
-impl Supervisor {
+impl AgentService {
     pub(super) async fn on_exit(&self, name: &str, generation: u64, status: ExitStatus) {
         let (pgid, guardian) = {
             let mut t = lock(&self.shared.table);

@@ -17,10 +17,76 @@ use std::process::ExitStatus;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use agent_client_protocol_schema::v1 as schema;
-use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::PipeReader;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
-use super::*;
-use crate::core::events::{TerminalExited, TerminalOutput};
+use serde_json::{json, Value};
+use tokio::sync::watch;
+
+use super::process::{self, StopTimings, GUARDIAN_SLACK};
+use crate::core::acp::{self, RpcError};
+use crate::core::config::model::AgentDef;
+use crate::core::events::{self, Event, EventSender, TerminalExited, TerminalOutput};
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What starting a terminal's command gives: the terminal's controlling
+/// side, the command's process group, its guardian, and the guardian's
+/// word of its exit.
+pub type Started = (OwnedFd, i32, process::Guardian, PipeReader);
+
+/// `TerminalService`: the ACP terminals of every running agent process,
+/// by agent. The agents' service opens a process's set when it starts it
+/// and closes it with its connection; the chat asks whether a command
+/// still runs. Cheap to clone.
+#[derive(Clone)]
+pub struct TerminalService {
+    events: EventSender,
+    sets: Arc<Mutex<std::collections::HashMap<String, Arc<Terminals>>>>,
+}
+
+impl TerminalService {
+    pub fn new(events: EventSender) -> Self {
+        TerminalService {
+            events,
+            sets: Arc::default(),
+        }
+    }
+
+    /// A new process of `agent` starts: its terminals, at most `cap`.
+    pub fn open(&self, agent: &str, cap: usize, timings: StopTimings) -> Arc<Terminals> {
+        let set = Arc::new(Terminals::new(agent, self.events.clone(), cap, timings));
+        lock(&self.sets).insert(agent.to_owned(), set.clone());
+        set
+    }
+
+    /// The process's connection ended: its terminals go with it.
+    pub fn close(&self, agent: &str, set: &Arc<Terminals>) {
+        set.end_all();
+        let mut sets = lock(&self.sets);
+        if sets.get(agent).is_some_and(|s| Arc::ptr_eq(s, set)) {
+            sets.remove(agent);
+        }
+    }
+
+    /// Whether a command the agent runs in one of its terminals still runs.
+    pub fn running(&self, agent: &str) -> bool {
+        let set = lock(&self.sets).get(agent).cloned();
+        set.is_some_and(|t| t.any_running())
+    }
+
+    /// A terminal's output so far and its exit status, if the agent has it.
+    pub fn output(&self, agent: &str, id: &str) -> Option<(String, Option<ExitStatus>)> {
+        let set = lock(&self.sets).get(agent).cloned()?;
+        set.output_of(id)
+    }
+}
 
 /// Output kept when the agent names no limit (and the most it may name).
 pub const MAX_OUTPUT: usize = 16 << 20;
@@ -130,13 +196,19 @@ impl Terminals {
             .ok_or_else(|| invalid(format!("unknown terminal {id}")))
     }
 
-    /// `terminal/create`: spawns the command; answers `{terminalId}`.
-    pub async fn create(
+    /// `terminal/create`: spawns the command with `start` (the agents'
+    /// service, which finds programs as it does for agents); answers
+    /// `{terminalId}`.
+    pub async fn create<F, Fut>(
         &self,
-        supervisor: &Supervisor,
         def: &AgentDef,
         params: schema::CreateTerminalRequest,
-    ) -> Result<Value, RpcError> {
+        start: F,
+    ) -> Result<Value, RpcError>
+    where
+        F: FnOnce(String, Vec<String>, BTreeMap<String, String>, PathBuf) -> Fut,
+        Fut: Future<Output = Result<Started, String>>,
+    {
         let Some(slot) = self.reserve() else {
             return Err(invalid(crate::i18n::gettext_f(
                 "too many terminals: the limit is {cap} per agent (limits.maxTerminalsPerAgent)",
@@ -157,10 +229,9 @@ impl Terminals {
             env.insert(v.name.clone(), v.value.clone());
         }
         env.insert("TERM".into(), "xterm-256color".into());
-        let (master, pgid, guardian, status) = supervisor
-            .spawn_on_terminal(&params.command, &params.args, &env, &cwd)
+        let (master, pgid, guardian, status) = start(params.command.clone(), params.args.clone(), env, cwd)
             .await
-            .map_err(|e| invalid(e.reason))?;
+            .map_err(invalid)?;
         let (exit_tx, exit_rx) = watch::channel(None);
         let (drained_tx, drained_rx) = watch::channel(false);
         let limit = params

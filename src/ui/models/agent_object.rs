@@ -15,13 +15,13 @@ use gtk::prelude::*;
 use gtk::{gio, glib};
 
 use super::{AgentStatus, ConversationRows, Lifecycle, MessageObject, PermissionObject};
-use crate::core::auth::secrets::Secret;
-use crate::core::chat::controls::SessionOption;
-use crate::core::chat::message::{Command, Usage};
 use crate::core::chat::AttachmentInput;
 use crate::core::events::{AgentStateChanged, AuthStatus, PermissionRequest};
+use crate::core::secrets::Secret;
 use crate::core::services::Core;
 use crate::core::supervisor::AgentInfo;
+use crate::core::types::message::{Command, Usage};
+use crate::core::types::options::SessionOption;
 use crate::ui::runtime;
 
 mod imp {
@@ -324,19 +324,19 @@ impl AgentObject {
         let core = self.core().clone();
         let (agent, query) = (self.name(), query.to_owned());
         runtime::call(
-            async move { core.find_files(&agent, &query, 12).await.unwrap_or_default() },
+            async move { core.chat.find_files(&agent, &query, 12).await.unwrap_or_default() },
             done,
         );
     }
 
     pub fn working_dir(&self) -> Option<std::path::PathBuf> {
-        self.core().supervisor.working_dir(&self.name())
+        self.core().agents.working_dir(&self.name())
     }
 
     /// What the agent's last `initialize` said it takes in a prompt.
     pub fn prompt_capabilities(&self) -> Option<agent_client_protocol_schema::v1::PromptCapabilities> {
         self.core()
-            .supervisor
+            .agents
             .capabilities(&self.name())
             .map(|c| c.prompt_capabilities)
     }
@@ -392,7 +392,7 @@ impl AgentObject {
     /// The last sign-in status (read from the core the first time).
     pub fn auth(&self) -> Option<AuthStatus> {
         if self.imp().auth.borrow().is_none() {
-            if let Ok(status) = self.core().auth_status(&self.name()) {
+            if let Ok(status) = self.core().auth.status(&self.name()) {
                 self.apply_auth(status);
             }
         }
@@ -410,7 +410,12 @@ impl AgentObject {
         let core = self.core().clone();
         let (agent, method) = (self.name(), method.to_owned());
         runtime::call(
-            async move { core.sign_in(&agent, &method, values).await.map_err(String::from) },
+            async move {
+                core.auth
+                    .sign_in(&agent, &method, values)
+                    .await
+                    .map_err(String::from)
+            },
             done,
         );
     }
@@ -421,7 +426,7 @@ impl AgentObject {
         let core = self.core().clone();
         let agent = self.name();
         runtime::call(
-            async move { core.auth_methods(&agent).await.map(|_| ()).map_err(String::from) },
+            async move { core.auth.methods(&agent).await.map(|_| ()).map_err(String::from) },
             done,
         );
     }
@@ -429,14 +434,14 @@ impl AgentObject {
     pub fn cancel_sign_in(&self) {
         let core = self.core().clone();
         let agent = self.name();
-        runtime::call(async move { core.cancel_sign_in(&agent).await }, |_| {});
+        runtime::call(async move { core.auth.cancel(&agent).await }, |_| {});
     }
 
     pub fn forget_keys(&self, done: impl FnOnce(Result<(), String>) + 'static) {
         let core = self.core().clone();
         let agent = self.name();
         runtime::call(
-            async move { core.forget_keys(&agent).await.map_err(String::from) },
+            async move { core.auth.forget_keys(&agent).await.map_err(String::from) },
             done,
         );
     }
@@ -445,7 +450,7 @@ impl AgentObject {
         let core = self.core().clone();
         let agent = self.name();
         runtime::call(
-            async move { core.logout(&agent).await.map_err(String::from) },
+            async move { core.auth.logout(&agent).await.map_err(String::from) },
             done,
         );
     }
@@ -460,7 +465,12 @@ impl AgentObject {
         let core = self.core().clone();
         let (agent, method) = (self.name(), method.to_owned());
         runtime::call(
-            async move { core.login_terminal(&agent, &method).await.map_err(String::from) },
+            async move {
+                core.auth
+                    .login_terminal(&agent, &method)
+                    .await
+                    .map_err(String::from)
+            },
             started,
         );
     }
@@ -483,7 +493,10 @@ impl AgentObject {
                 };
                 // Whatever it left goes (and all of it when cancelled).
                 tokio::spawn(terminal.end());
-                core.login_finished(&agent, status).await.map_err(String::from)
+                core.auth
+                    .login_finished(&agent, status)
+                    .await
+                    .map_err(String::from)
             },
             done,
         );
@@ -888,7 +901,7 @@ impl AgentObject {
         self.imp()
             .logs
             .get_or_init(|| {
-                let lines = self.core().supervisor.logs(&self.name()).unwrap_or_default();
+                let lines = self.core().agents.logs(&self.name()).unwrap_or_default();
                 let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
                 self.imp().logs_fresh.set(true);
                 gtk::StringList::new(&refs)
@@ -966,9 +979,9 @@ impl AgentObject {
                 // A failed start is told by its reason; the agent's last
                 // lines are in its log and its error.
                 match what {
-                    Lifecycle::Start => core.supervisor.start(&agent).await.map_err(|e| e.reason),
-                    Lifecycle::Stop => core.supervisor.stop(&agent).await.map_err(String::from),
-                    Lifecycle::Restart => core.supervisor.restart(&agent).await.map_err(|e| e.reason),
+                    Lifecycle::Start => core.agents.start(&agent).await.map_err(|e| e.reason),
+                    Lifecycle::Stop => core.agents.stop(&agent).await.map_err(String::from),
+                    Lifecycle::Restart => core.agents.restart(&agent).await.map_err(|e| e.reason),
                 }
             },
             done,

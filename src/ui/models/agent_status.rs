@@ -3,7 +3,7 @@
 
 use gtk::glib;
 
-use crate::core::supervisor::lifecycle::AgentState;
+use crate::core::types::AgentState;
 
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, glib::Enum)]
 #[enum_type(name = "ParleyAgentStatus")]

@@ -122,7 +122,7 @@ impl AppModel {
     /// Re-reads `AgentService.List`, keeping the objects of agents that stay
     /// (and so their conversations and the views bound to them).
     pub fn refresh_agents(&self) {
-        let list = self.core().agent_list();
+        let list = self.core().agents.list();
         let names: Vec<String> = list.iter().map(|a| a.name.clone()).collect();
         if *self.imp().names.borrow() == names {
             for info in &list {

@@ -182,7 +182,7 @@ mod tests {
     use std::rc::Rc;
 
     use super::*;
-    use crate::core::chat::message::{Message, Part, PartKind, Role};
+    use crate::core::types::message::{Message, Part, PartKind, Role};
 
     fn message(id: &str, text: &str) -> MessageObject {
         let mut m = Message::new(id.into(), "demo", Role::Agent);

@@ -10,7 +10,7 @@ use gtk::glib::subclass::prelude::*;
 
 use super::row_object::{RowKind, RowObject, Stamp};
 use super::segments;
-use crate::core::chat::message::{Message, Part, PartKind, Role};
+use crate::core::types::message::{Message, Part, PartKind, Role};
 
 mod imp {
     use super::*;

@@ -12,9 +12,10 @@ use std::rc::Rc;
 use adw::prelude::*;
 use gtk::{gio, glib};
 
-use crate::core::registry::service::{Listed, Listing, Source};
+use crate::core::registry::listing::{Listed, Listing, Source};
+use crate::core::registry::service::RegistryService;
 use crate::i18n::{gettext, gettext_f};
-use crate::ui::window::ParleyWindow;
+use crate::ui::models::AppModel;
 
 /// One row's parts that change while it installs.
 struct RowParts {
@@ -25,8 +26,15 @@ struct RowParts {
     icon: gtk::Image,
 }
 
+/// Opens an agent that was just added, by its name.
+pub type OnAdded = Rc<dyn Fn(&str)>;
+
 struct Dialog {
-    win: glib::WeakRef<ParleyWindow>,
+    /// The window it opened over: its toasts tell what happened after the
+    /// dialog closed.
+    parent: glib::WeakRef<gtk::Window>,
+    registry: RegistryService,
+    on_added: OnAdded,
     /// Weak: the window holds the dialog (its close-request handler), not
     /// the other way round.
     window: glib::WeakRef<adw::Window>,
@@ -40,13 +48,14 @@ struct Dialog {
     rows: RefCell<Vec<RowParts>>,
 }
 
-/// Opens the dialog over `win` and reads the registry (the cached copy when
-/// it is fresh).
-pub fn show(win: &ParleyWindow) -> adw::Window {
+/// Opens the dialog over `parent` and reads the registry (the cached copy
+/// when it is fresh); `model` tells how installs go, and an agent added
+/// goes to `on_added`.
+pub fn show(parent: &gtk::Window, model: &AppModel, on_added: OnAdded) -> adw::Window {
     let window = adw::Window::builder()
         .title(gettext("Add Agent"))
         .modal(true)
-        .transient_for(win)
+        .transient_for(parent)
         .default_width(640)
         .default_height(640)
         .build();
@@ -106,7 +115,9 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
     window.add_controller(keys);
 
     let dialog = Rc::new(Dialog {
-        win: win.downgrade(),
+        parent: parent.downgrade(),
+        registry: model.core().registry.clone(),
+        on_added,
         window: window.downgrade(),
         progress_handler: RefCell::default(),
         toasts,
@@ -133,14 +144,12 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
         dialog,
         move |_| dialog.load(true)
     ));
-    let progress = win.model().connect_registry_progress(glib::clone!(
+    let progress = model.connect_registry_progress(glib::clone!(
         #[weak]
         dialog,
         move |id, phase, done, total| dialog.progress(id, phase, done, total)
     ));
-    dialog
-        .progress_handler
-        .replace(Some((win.model().clone(), progress)));
+    dialog.progress_handler.replace(Some((model.clone(), progress)));
     // The dialog lives as long as this handler, that is, as the window.
     window.connect_close_request(glib::clone!(
         #[strong]
@@ -174,8 +183,11 @@ impl Drop for Dialog {
 }
 
 impl Dialog {
-    fn win(&self) -> Option<ParleyWindow> {
-        self.win.upgrade()
+    /// A toast in the window the dialog opened over.
+    fn toast_parent(&self, text: &str) {
+        if let Some(parent) = self.parent.upgrade() {
+            let _ = parent.activate_action("win.toast", Some(&text.to_variant()));
+        }
     }
 
     fn let_go_of_progress(&self) {
@@ -189,12 +201,11 @@ impl Dialog {
     }
 
     fn load(self: &Rc<Self>, refresh: bool) {
-        let Some(win) = self.win() else { return };
         self.stack.set_visible_child_name("loading");
-        let core = win.core().clone();
+        let registry = self.registry.clone();
         let this = self.clone();
         crate::ui::runtime::call(
-            async move { core.registry_list(refresh).await },
+            async move { registry.list(refresh).await },
             move |listing: Listing| {
                 this.show_listing(listing);
                 this.load_icons();
@@ -204,11 +215,10 @@ impl Dialog {
 
     /// The icons come after the list: those not cached yet are fetched.
     fn load_icons(self: &Rc<Self>) {
-        let Some(win) = self.win() else { return };
-        let core = win.core().clone();
+        let registry = self.registry.clone();
         let this = self.clone();
         crate::ui::runtime::call(
-            async move { core.registry_icons().await },
+            async move { registry.icons().await },
             move |icons: HashMap<String, PathBuf>| {
                 for p in this.rows.borrow().iter() {
                     if let Some(path) = icons.get(&p.listed.agent.id) {
@@ -294,13 +304,13 @@ impl Dialog {
         // characters, the line break between them too ("…engineVersion").
         let subtitle = format!(
             "{}\n{}",
-            crate::core::chat::controls::shown_text(a.description.trim(), 900),
-            crate::core::chat::controls::shown_text(&details.join(" · "), 100)
+            crate::core::types::options::shown_text(a.description.trim(), 900),
+            crate::core::types::options::shown_text(&details.join(" · "), 100)
         );
         let row = adw::ActionRow::builder()
             // From the network: no control or reordering characters shown.
             .title(glib::markup_escape_text(
-                &crate::core::chat::controls::shown_text(&a.name, 200),
+                &crate::core::types::options::shown_text(&a.name, 200),
             ))
             .subtitle(glib::markup_escape_text(subtitle.trim()))
             .subtitle_lines(4)
@@ -392,8 +402,8 @@ impl Dialog {
             #[strong]
             id,
             move |_| {
-                if let Some(win) = this.win() {
-                    win.core().registry_cancel(&id);
+                {
+                    this.registry.cancel(&id);
                 }
             }
         ));
@@ -439,7 +449,6 @@ impl Dialog {
     }
 
     fn add(self: &Rc<Self>, id: &str) {
-        let Some(win) = self.win() else { return };
         let Some(title) = self.parts(id, |p| {
             set_state(p, Some("installing"));
             p.progress.set_text(Some(&gettext("Starting…")));
@@ -447,28 +456,26 @@ impl Dialog {
         }) else {
             return;
         };
-        let core = win.core().clone();
+        let registry = self.registry.clone();
         let this = self.clone();
         let id = id.to_owned();
         let key = id.clone();
         crate::ui::runtime::call(
-            async move { core.registry_add(&key).await },
+            async move { registry.add(&key).await },
             move |r: Result<String, String>| match r {
                 Ok(name) => {
                     if let Some(window) = this.window.upgrade() {
                         window.close();
                     }
-                    if let Some(win) = this.win() {
-                        win.toast(&gettext_f("{agent} was added", &[("agent", &title)]));
-                        win.open_added_agent(&name);
-                    }
+                    this.toast_parent(&gettext_f("{agent} was added", &[("agent", &title)]));
+                    (this.on_added)(&name);
                 }
                 Err(e) => {
                     this.parts(&id, |p| set_state(p, Some("add")));
                     if this.is_open() {
                         this.toast(&e);
-                    } else if let Some(win) = this.win() {
-                        win.toast(&e);
+                    } else {
+                        this.toast_parent(&e);
                     }
                 }
             },
@@ -476,14 +483,13 @@ impl Dialog {
     }
 
     fn update(self: &Rc<Self>, id: &str) {
-        let Some(win) = self.win() else { return };
         self.parts(id, |p| set_state(p, Some("installing")));
-        let core = win.core().clone();
+        let registry = self.registry.clone();
         let this = self.clone();
         let id = id.to_owned();
         let key = id.clone();
         crate::ui::runtime::call(
-            async move { core.registry_update(Some(&key)).await },
+            async move { registry.update(Some(&key)).await },
             move |r: Result<Vec<String>, String>| {
                 match r {
                     Ok(names) if !names.is_empty() => {

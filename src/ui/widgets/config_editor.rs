@@ -37,7 +37,7 @@ pub struct Editor {
 /// following `model`'s configuration changes while it is open.
 pub fn show(parent: &impl IsA<gtk::Window>, model: &AppModel) -> Option<Rc<Editor>> {
     let parent = parent.upcast_ref::<gtk::Window>();
-    let text = match model.core().content() {
+    let text = match model.core().config.content() {
         Ok(t) => t,
         Err(e) => {
             toast(parent, &e.to_string());
@@ -70,7 +70,7 @@ fn toast(parent: &gtk::Window, text: &str) {
 }
 
 fn file_changed(e: &Editor, core: &Core) {
-    let Ok(disk) = core.content() else { return };
+    let Ok(disk) = core.config.content() else { return };
     if disk != *e.saved.borrow() {
         if current_text(e) == disk {
             e.saved.replace(disk);
@@ -117,7 +117,7 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
     save.add_css_class("suggested-action");
     save.set_tooltip_text(Some(&gettext("Save (Ctrl+S)")));
     header.pack_end(&save);
-    let path_label = adw::WindowTitle::new(&gettext("Configuration"), &core.current().path);
+    let path_label = adw::WindowTitle::new(&gettext("Configuration"), &core.config.current().path);
     header.set_title_widget(Some(&path_label));
 
     let buffer = sourceview5::Buffer::new(None);
@@ -272,7 +272,7 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
             let text = current_text(&e);
             let core = core.clone();
             let saved_text = text.clone();
-            runtime::call(async move { core.save(&text) }, move |r| match r {
+            runtime::call(async move { core.config.save(&text) }, move |r| match r {
                 Ok(problems) if problems.is_empty() => {
                     e.saved.replace(saved_text);
                     e.reload_revealer.set_reveal_child(false);
@@ -331,7 +331,7 @@ fn build(parent: &gtk::Window, core: &Core, text: &str) -> Rc<Editor> {
         let Some(e) = weak.upgrade() else {
             return;
         };
-        if let Ok(text) = core.content() {
+        if let Ok(text) = core.config.content() {
             e.saved.replace(text.clone());
             e.buffer.set_text(&text);
         }
@@ -400,7 +400,7 @@ fn validate_now(e: &Rc<Editor>, core: &Core) {
     e.generation.set(generation);
     let core = core.clone();
     let weak = Rc::downgrade(e);
-    runtime::call(async move { core.validate(&text) }, move |problems| {
+    runtime::call(async move { core.config.validate(&text) }, move |problems| {
         let Some(e) = weak.upgrade() else { return };
         if e.generation.get() == generation {
             show_problems(&e, &problems);

@@ -11,7 +11,7 @@ use gtk::prelude::*;
 use gtk::subclass::prelude::*;
 use gtk::{gio, glib};
 
-use crate::core::chat::message::Role;
+use crate::core::types::message::Role;
 use crate::ui::models::{AgentObject, MessageObject, RowObject};
 use crate::ui::widgets::message_list::MessageList;
 

@@ -8,11 +8,13 @@ use gtk::glib;
 
 use crate::core::history::{Hit, HIGHLIGHT_END, HIGHLIGHT_START};
 use crate::i18n::{fill, gettext, gettext_f, ngettext};
-use crate::ui::window::ParleyWindow;
+use std::rc::Rc;
+
+use crate::core::history::service::HistoryService;
 
 /// The snippet as Pango markup: escaped, the matches in bold.
 pub fn snippet_markup(snippet: &str) -> String {
-    let shown = crate::core::chat::controls::shown_text(
+    let shown = crate::core::types::options::shown_text(
         &snippet
             .replace(HIGHLIGHT_START, "\u{e000}")
             .replace(HIGHLIGHT_END, "\u{e001}")
@@ -24,12 +26,16 @@ pub fn snippet_markup(snippet: &str) -> String {
         .replace('\u{e001}', "</b>")
 }
 
-/// Opens the search window for `win` (or brings its open one forward).
-pub fn show(win: &ParleyWindow) -> adw::Window {
+/// Opens a message found: its agent, conversation and message.
+pub type OpenMessage = Rc<dyn Fn(&str, &str, &str)>;
+
+/// Opens the search window over `parent`: it searches `history`, and a
+/// result chosen closes it and goes to `open`.
+pub fn show(parent: &gtk::Window, history: HistoryService, open: OpenMessage) -> adw::Window {
     let window = adw::Window::builder()
         .title(gettext("Search Conversations"))
         .modal(true)
-        .transient_for(win)
+        .transient_for(parent)
         .default_width(560)
         .default_height(520)
         .build();
@@ -62,8 +68,6 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
     let generation = std::rc::Rc::new(std::cell::Cell::new(0u64));
     entry.connect_search_changed(glib::clone!(
         #[weak]
-        win,
-        #[weak]
         window,
         #[weak]
         results,
@@ -81,15 +85,15 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
                 stack.set_visible_child_name("status");
                 return;
             }
-            let core = win.core().clone();
-            let generation = generation.clone();
+            let history = history.clone();
+            let (generation, open) = (generation.clone(), open.clone());
             crate::ui::runtime::call(
-                async move { core.chat.search(&query, 100).await.map_err(String::from) },
+                async move { history.search(&query, 100).await },
                 move |r: Result<Vec<Hit>, String>| {
                     if generation.get() != n {
                         return; // an older query's answer
                     }
-                    show_hits(&win, &window, &results, &stack, &status, r);
+                    show_hits(&open, &window, &results, &stack, &status, r);
                 },
             );
         }
@@ -100,7 +104,7 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
 }
 
 fn show_hits(
-    win: &ParleyWindow,
+    open: &OpenMessage,
     window: &adw::Window,
     results: &gtk::ListBox,
     stack: &gtk::Stack,
@@ -143,14 +147,13 @@ fn show_hits(
             .activatable(true)
             .build();
         row.add_suffix(&gtk::Image::from_icon_name("go-next-symbolic"));
+        let open = open.clone();
         row.connect_activated(glib::clone!(
-            #[weak]
-            win,
             #[weak]
             window,
             move |_| {
                 window.close();
-                win.open_message(&hit.agent, &hit.conversation, &hit.message_id);
+                open(&hit.agent, &hit.conversation, &hit.message_id);
             }
         ));
         results.append(&row);
@@ -172,9 +175,9 @@ fn show_hits(
 
 /// The rows' titles and subtitles as their labels hold them, markup and
 /// all (for tests).
-pub fn rows(window: &adw::Window) -> Vec<(String, String)> {
+pub fn rows(window: &impl IsA<gtk::Widget>) -> Vec<(String, String)> {
     let mut out = Vec::new();
-    let mut stack = vec![window.clone().upcast::<gtk::Widget>()];
+    let mut stack = vec![window.as_ref().clone()];
     while let Some(w) = stack.pop() {
         if w.is::<adw::ActionRow>() {
             let mut labels = Vec::new();

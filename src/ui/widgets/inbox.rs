@@ -9,7 +9,7 @@ use gtk::glib;
 
 use crate::core::chat::InboxItem;
 use crate::i18n::{fill, gettext, gettext_f, ngettext};
-use crate::ui::window::ParleyWindow;
+use crate::ui::models::AppModel;
 
 fn icon(kind: &str) -> &'static str {
     match kind {
@@ -36,13 +36,17 @@ fn what(item: &InboxItem) -> String {
     }
 }
 
-/// Opens the inbox over `win` (the list is read now and again whenever an
-/// agent changes while it is open).
-pub fn show(win: &ParleyWindow) -> adw::Window {
+/// Opens what an inbox row stands for.
+pub type OpenItem = std::rc::Rc<dyn Fn(&InboxItem)>;
+
+/// Opens the inbox over `parent` (the list is read from `model` now and
+/// again whenever an agent changes while it is open); a row chosen closes
+/// it and goes to `open`.
+pub fn show(parent: &gtk::Window, model: &AppModel, open: OpenItem) -> adw::Window {
     let window = adw::Window::builder()
         .title(gettext("Inbox"))
         .modal(true)
-        .transient_for(win)
+        .transient_for(parent)
         .default_width(560)
         .default_height(480)
         .build();
@@ -68,22 +72,22 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
     window.add_controller(keys);
 
     let fill_list = {
-        let (win, window, list, stack) = (
-            win.downgrade(),
+        let (model, window, list, stack) = (
+            model.downgrade(),
             window.downgrade(),
             list.downgrade(),
             stack.downgrade(),
         );
         move || {
-            let (Some(win), Some(window), Some(list), Some(stack)) =
-                (win.upgrade(), window.upgrade(), list.upgrade(), stack.upgrade())
+            let (Some(model), Some(window), Some(list), Some(stack)) =
+                (model.upgrade(), window.upgrade(), list.upgrade(), stack.upgrade())
             else {
                 return;
             };
             while let Some(row) = list.first_child() {
                 list.remove(&row);
             }
-            let items = win.core().inbox();
+            let items = model.core().chat.inbox();
             stack.set_visible_child_name(if items.is_empty() { "empty" } else { "list" });
             let n = items.len();
             window.set_title(Some(&if n == 0 {
@@ -95,7 +99,7 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
                 )
             }));
             for item in items {
-                let title = win
+                let title = model
                     .agent(&item.agent)
                     .map(|a| a.title())
                     .unwrap_or_else(|| item.agent.clone());
@@ -122,14 +126,13 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
                 );
                 row.add_prefix(&gtk::Image::from_icon_name(icon(item.kind)));
                 row.add_suffix(&gtk::Image::from_icon_name("go-next-symbolic"));
+                let open = open.clone();
                 row.connect_activated(glib::clone!(
-                    #[weak]
-                    win,
                     #[weak]
                     window,
                     move |_| {
                         window.close();
-                        win.open_inbox_item(&item);
+                        open(&item);
                     }
                 ));
                 list.append(&row);
@@ -138,7 +141,7 @@ pub fn show(win: &ParleyWindow) -> adw::Window {
     };
     fill_list();
     // Kept in step with the agents while open.
-    let store = win.model().agents();
+    let store = model.agents();
     let mut handlers = Vec::new();
     for agent in
         (0..store.n_items()).filter_map(|i| store.item(i).and_downcast::<crate::ui::models::AgentObject>())

@@ -29,7 +29,7 @@ use gtk::prelude::*;
 use gtk::subclass::prelude::*;
 use gtk::{gio, glib};
 
-use crate::core::chat::message::Part;
+use crate::core::types::message::Part;
 use crate::ui::models::{RowKind, RowObject};
 use crate::ui::widgets::message_row::{estimate_lines, MessageRow};
 

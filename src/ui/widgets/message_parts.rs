@@ -8,7 +8,7 @@ use gtk::glib;
 use gtk::prelude::*;
 
 use super::text_block::TextBlock;
-use crate::core::chat::message::{Part, ToolCall};
+use crate::core::types::message::{Part, ToolCall};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::{self, escape, visible, Block};
 
@@ -220,7 +220,7 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
 /// An edit as a unified diff under its file's name, open: in a tool card,
 /// and in the permission banner (a reviewer decides on the change, not on
 /// a title; gemini-cli announces its edits only there).
-pub fn diff_view(d: &crate::core::chat::message::Diff) -> gtk::Expander {
+pub fn diff_view(d: &crate::core::types::message::Diff) -> gtk::Expander {
     let lines = crate::ui::widgets::diff::lines(&d.old_text, &d.new_text);
     let path = visible(&d.path);
     let title = if d.new_file {
@@ -261,7 +261,7 @@ fn diff_markup(lines: &[(char, String)], dark: bool) -> String {
     format!("<tt>{}</tt>", markup.trim_end())
 }
 
-pub(super) fn plan_view(entries: &[crate::core::chat::message::PlanEntry]) -> gtk::Widget {
+pub(super) fn plan_view(entries: &[crate::core::types::message::PlanEntry]) -> gtk::Widget {
     let b = gtk::Box::new(gtk::Orientation::Vertical, 2);
     b.add_css_class("tool-card");
     b.append(&label(&format!(
@@ -316,8 +316,8 @@ pub(super) fn part_widget(part: &Part) -> gtk::Widget {
 }
 
 /// A file or image sent with a user message.
-fn attachment_chip(a: &crate::core::chat::message::Attachment) -> gtk::Widget {
-    use crate::core::chat::message::AttachmentKind;
+fn attachment_chip(a: &crate::core::types::message::Attachment) -> gtk::Widget {
+    use crate::core::types::message::AttachmentKind;
     let chip = gtk::Box::new(gtk::Orientation::Horizontal, 6);
     chip.add_css_class("attachment-chip");
     chip.set_halign(gtk::Align::Start);
@@ -345,8 +345,8 @@ fn attachment_chip(a: &crate::core::chat::message::Attachment) -> gtk::Widget {
     chip.upcast()
 }
 
-pub(super) fn attachment_kind_text(kind: crate::core::chat::message::AttachmentKind) -> String {
-    use crate::core::chat::message::AttachmentKind;
+pub(super) fn attachment_kind_text(kind: crate::core::types::message::AttachmentKind) -> String {
+    use crate::core::types::message::AttachmentKind;
     match kind {
         AttachmentKind::Link => gettext("link"),
         AttachmentKind::Embedded => gettext("embedded"),
@@ -355,7 +355,7 @@ pub(super) fn attachment_kind_text(kind: crate::core::chat::message::AttachmentK
 }
 
 /// "Attachment notes.md, embedded": what a screen reader says of it.
-pub(super) fn attachment_summary(a: &crate::core::chat::message::Attachment) -> String {
+pub(super) fn attachment_summary(a: &crate::core::types::message::Attachment) -> String {
     gettext_f(
         "Attachment {name}, {kind}",
         &[("name", &a.name), ("kind", &attachment_kind_text(a.sent_as))],

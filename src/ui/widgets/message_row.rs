@@ -9,7 +9,7 @@ use gtk::glib;
 use gtk::prelude::*;
 use gtk::subclass::prelude::*;
 
-use crate::core::chat::message::{Message, Part, Role};
+use crate::core::types::message::{Message, Part, Role};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::visible;
 use crate::ui::models::{segments, RowKind, RowObject};
@@ -276,7 +276,7 @@ impl MessageRow {
             };
             imp.footer.set_visible(!footer.is_empty());
             imp.rules_button.set_visible(
-                stamp.last && msg.code == Some(crate::core::chat::message::MessageCode::PermissionRule),
+                stamp.last && msg.code == Some(crate::core::types::message::MessageCode::PermissionRule),
             );
             // It may quote the agent's error.
             imp.footer.set_label(&visible(&footer));
@@ -376,7 +376,7 @@ fn row_summary(msg: &Message, kind: RowKind, footer: &str) -> String {
     // An agent's text is Markdown: a screen reader hears it as shown
     // ("What I did", not "## What I did"), from its first kilobyte.
     let said = |text: &str| {
-        if msg.role == crate::core::chat::message::Role::User {
+        if msg.role == crate::core::types::message::Role::User {
             return short(text);
         }
         let mut end = text.len().min(1024);
@@ -418,7 +418,7 @@ fn footer_text(m: &Message) -> String {
     if m.queued {
         return gettext("Queued: sent when the current answer ends");
     }
-    use crate::core::chat::message::MessageCode;
+    use crate::core::types::message::MessageCode;
     match m.code {
         Some(MessageCode::AgentRestarted) => return gettext(
             "The agent was restarted in a new session: it has forgotten the beginning of this conversation.",
@@ -458,7 +458,7 @@ fn footer_text(m: &Message) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::chat::message::Role;
+    use crate::core::types::message::Role;
 
     /// A screen reader hears an agent's Markdown as it is shown, and a
     /// user's text as typed.

@@ -9,7 +9,7 @@ use std::cell::{Cell, RefCell};
 use gtk::prelude::*;
 use gtk::{glib, pango};
 
-use crate::core::chat::controls::{Choice, OptionValue, SessionOption, CATEGORIES};
+use crate::core::types::options::{Choice, OptionValue, SessionOption, CATEGORIES};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::AgentObject;
 

@@ -261,7 +261,7 @@ impl PermissionBanner {
                 Some(serde_json::json!({
                     "agent": agent.name(),
                     "kind": if r.tool_call.kind_given {
-                        crate::core::chat::rules::kind_name(r.tool_call.kind)
+                        crate::core::config::rules::kind_name(r.tool_call.kind)
                     } else {
                         "other"
                     },

@@ -19,8 +19,8 @@ use adw::subclass::prelude::*;
 use gtk::glib;
 
 use super::terminal::Terminal;
-use crate::core::auth::secrets::Secret;
 use crate::core::auth::{AuthKind, AuthMethod, AuthStatus};
+use crate::core::secrets::Secret;
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::AgentObject;
 use crate::ui::widgets::secret_entry::{KeyField, SecretEntry};

@@ -9,7 +9,7 @@ use gtk::prelude::*;
 use gtk::{gdk, glib};
 
 use super::completion_list::{CompletionList, KeyUse};
-use crate::core::chat::message::Command;
+use crate::core::types::message::Command;
 
 pub struct SlashCompletion {
     ui: CompletionList,

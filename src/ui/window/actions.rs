@@ -125,7 +125,7 @@ impl ParleyWindow {
     pub fn refresh_recent(&self) {
         let section = &self.imp().recent_section;
         section.remove_all();
-        for path in self.core().recent() {
+        for path in self.core().config.recent() {
             let label = std::path::Path::new(&path)
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())

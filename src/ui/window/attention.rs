@@ -14,7 +14,13 @@ impl ParleyWindow {
             #[weak(rename_to = win)]
             self,
             move |_, _| {
-                crate::ui::widgets::inbox::show(&win);
+                let weak = win.downgrade();
+                let open = move |item: &InboxItem| {
+                    if let Some(win) = weak.upgrade() {
+                        win.open_inbox_item(item);
+                    }
+                };
+                crate::ui::widgets::inbox::show(win.upcast_ref(), win.model(), std::rc::Rc::new(open));
             }
         ));
         self.add_action(&inbox);
@@ -319,13 +325,14 @@ impl ParleyWindow {
         let core = self.core().clone();
         crate::ui::runtime::call(
             async move {
-                core.edit_config(|text| {
-                    Ok((
-                        crate::core::config::edit::append_item(text, "permissions", &value)?,
-                        (),
-                    ))
-                })
-                .await
+                core.config
+                    .edit(|text| {
+                        Ok((
+                            crate::core::config::edit::append_item(text, "permissions", &value)?,
+                            (),
+                        ))
+                    })
+                    .await
             },
             glib::clone!(
                 #[weak(rename_to = win)]

@@ -77,7 +77,17 @@ impl ParleyWindow {
         self.conversation_action("delete-conversation", |win, agent, id| win.ask_delete(agent, id));
         self.plain_action("export-conversation", |win| win.export_conversation());
         self.plain_action("search-conversations", |win| {
-            crate::ui::widgets::history_search::show(win);
+            let weak = win.downgrade();
+            let open = move |agent: &str, conversation: &str, message: &str| {
+                if let Some(win) = weak.upgrade() {
+                    win.open_message(agent, conversation, message);
+                }
+            };
+            crate::ui::widgets::history_search::show(
+                win.upcast_ref(),
+                win.core().history.clone(),
+                std::rc::Rc::new(open),
+            );
         });
         self.plain_action("find", |win| {
             if win.selected_object().is_none() {

@@ -2,6 +2,8 @@
 //! sidebar's button), an agent's Update and Remove Agent… (its menu), and
 //! opening an agent just added.
 
+use std::rc::Rc;
+
 use super::*;
 
 impl ParleyWindow {
@@ -11,7 +13,13 @@ impl ParleyWindow {
             #[weak(rename_to = win)]
             self,
             move |_, _| {
-                crate::ui::widgets::add_agent::show(&win);
+                let weak = win.downgrade();
+                let on_added = move |name: &str| {
+                    if let Some(win) = weak.upgrade() {
+                        win.open_added_agent(name);
+                    }
+                };
+                crate::ui::widgets::add_agent::show(win.upcast_ref(), win.model(), Rc::new(on_added));
             }
         ));
         self.add_action(&add);
@@ -20,7 +28,8 @@ impl ParleyWindow {
             let name = agent.name();
             let title = agent.title();
             let id = core
-                .agent_list()
+                .agents
+                .list()
                 .into_iter()
                 .find(|a| a.name == name)
                 .and_then(|a| a.registry)
@@ -28,7 +37,7 @@ impl ParleyWindow {
             let Some(id) = id else { return };
             win.toast(&gettext_f("Updating {agent}…", &[("agent", &title)]));
             crate::ui::runtime::call(
-                async move { core.registry_update(Some(&id)).await },
+                async move { core.registry.update(Some(&id)).await },
                 glib::clone!(
                     #[weak]
                     win,
@@ -82,7 +91,7 @@ impl ParleyWindow {
                     let files = delete.is_active() && delete.parent().is_some();
                     let title = title.clone();
                     crate::ui::runtime::call(
-                        async move { core.registry_remove(&name, files).await },
+                        async move { core.registry.remove(&name, files).await },
                         glib::clone!(
                             #[weak]
                             win,

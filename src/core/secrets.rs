@@ -194,7 +194,10 @@ pub async fn load(config: &str, agent: &str) -> Result<Vec<(String, Secret)>, Ke
         let Ok(attrs) = item.attributes().await else {
             continue;
         };
-        let Some(name) = attrs.get("variable").filter(|n| super::methods::is_env_name(n)) else {
+        let Some(name) = attrs
+            .get("variable")
+            .filter(|n| crate::core::types::auth::is_env_name(n))
+        else {
             continue;
         };
         let Ok(secret) = item.secret().await else { continue };

@@ -129,7 +129,7 @@ pub fn search_dirs(agent_path: Option<&str>, login: Option<&str>) -> Vec<PathBuf
     if let Some(login) = login {
         dirs.extend(std::env::split_paths(login));
     }
-    dirs.extend(user_bin_dirs(&crate::core::config::model::home_dir()));
+    dirs.extend(user_bin_dirs(&crate::core::home::home_dir()));
     if let Some(own) = own_program_dir() {
         dirs.push(own);
     }
@@ -161,7 +161,7 @@ pub fn bundled(command: &str) -> Option<(PathBuf, Vec<String>)> {
         return None;
     }
     let beside = own_program_dir()?.join(DEMO_AGENT);
-    if crate::core::supervisor::process::is_executable(&beside) {
+    if crate::core::launch::is_executable(&beside) {
         return Some((beside, Vec::new()));
     }
     let exe = std::env::current_exe().ok()?;
@@ -202,9 +202,43 @@ pub fn not_found(command: &str, dirs: &[PathBuf]) -> String {
     text
 }
 
+/// The program to run: a command with a `/` is taken as a path (relative to
+/// the agent's cwd); a bare name is searched in each directory of `path_dirs`.
+pub fn resolve_program(command: &str, cwd: &Path, path_dirs: &[PathBuf]) -> Option<PathBuf> {
+    if command.contains('/') {
+        let p = cwd.join(command);
+        return is_executable(&p).then_some(p);
+    }
+    path_dirs
+        .iter()
+        .map(|d| d.join(command))
+        .find(|p| is_executable(p))
+}
+
+pub fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn resolves_bare_names_on_the_path_and_paths_against_cwd() {
+        let dirs = vec![PathBuf::from("/nonexistent"), PathBuf::from("/bin")];
+        assert_eq!(
+            resolve_program("sh", Path::new("/"), &dirs),
+            Some(PathBuf::from("/bin/sh"))
+        );
+        assert_eq!(resolve_program("no-such-agent-xyz", Path::new("/"), &dirs), None);
+        assert_eq!(
+            resolve_program("./sh", Path::new("/bin"), &[]),
+            Some(PathBuf::from("/bin/./sh"))
+        );
+    }
 
     #[test]
     fn the_login_path_comes_after_the_agents_own_and_before_user_dirs() {

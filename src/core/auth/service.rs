@@ -1,44 +1,73 @@
-//! `AuthService`: the sign-in calls, on [`Core`]. Each ends, on success,
-//! by clearing the agent's "needs sign-in" and sending again the messages
-//! that waited for it.
+//! `AuthService`: the sign-in calls. Each ends, on success, by clearing
+//! the agent's "needs sign-in" and sending again the messages that waited
+//! for it. It takes the agents (to start them, and to keep their sign-in
+//! state) and the chat (to send the waiting messages).
 
+use std::collections::HashMap;
 use std::process::ExitStatus;
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::{Map, Value};
 
-use super::secrets::{self, Secret};
-use super::{AuthError, AuthKind, AuthMethod, AuthStatus};
+use super::AuthError;
 use crate::core::acp::{calls, RpcError};
+use crate::core::chat::ChatService;
+use crate::core::secrets::{self, Secret};
+use crate::core::supervisor::{AgentService, LoginTerminal};
+use crate::core::types::auth::{AuthKind, AuthMethod, AuthStatus};
+use crate::core::types::AgentState;
+use crate::i18n::gettext_f;
 
 /// JSON-RPC's "method not found".
 const METHOD_NOT_FOUND: i64 = -32601;
-use crate::core::services::Core;
-use crate::core::supervisor::{lifecycle::AgentState, LoginTerminal};
-use crate::i18n::gettext_f;
 
-impl Core {
+/// Sign-ins under way, by agent: send to give one up (taken by the Cancel;
+/// the entry stays until the sign-in is over).
+type SignIns = HashMap<String, Option<tokio::sync::oneshot::Sender<()>>>;
+
+/// The sign-in service; cheap to clone.
+#[derive(Clone)]
+pub struct AuthService {
+    agents: AgentService,
+    chat: ChatService,
+    sign_ins: Arc<Mutex<SignIns>>,
+}
+
+impl AuthService {
+    pub fn new(agents: AgentService, chat: ChatService) -> Self {
+        AuthService {
+            agents,
+            chat,
+            sign_ins: Arc::default(),
+        }
+    }
+
+    fn sign_ins(&self) -> MutexGuard<'_, SignIns> {
+        self.sign_ins.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// `AuthService.Status(agent)`: what is known now, without starting it.
-    pub fn auth_status(&self, agent: &str) -> Result<AuthStatus, AuthError> {
-        self.supervisor
+    pub fn status(&self, agent: &str) -> Result<AuthStatus, AuthError> {
+        self.agents
             .auth_status(agent)
             .ok_or_else(|| AuthError::UnknownAgent(agent.to_owned()))
     }
 
     /// `AuthService.Methods(agent)`: the status, with the methods of a
     /// running agent (it is started when it is not).
-    pub async fn auth_methods(&self, agent: &str) -> Result<AuthStatus, AuthError> {
-        self.auth_status(agent)?;
-        self.supervisor
+    pub async fn methods(&self, agent: &str) -> Result<AuthStatus, AuthError> {
+        self.status(agent)?;
+        self.agents
             .start(agent)
             .await
             .map_err(|e| AuthError::Start(e.to_string()))?;
-        self.auth_status(agent)
+        self.status(agent)
     }
 
     async fn method(&self, agent: &str, id: &str) -> Result<AuthMethod, AuthError> {
-        let mut status = self.auth_status(agent)?;
+        let mut status = self.status(agent)?;
         if status.methods.is_empty() {
-            status = self.auth_methods(agent).await?;
+            status = self.methods(agent).await?;
         }
         status
             .methods
@@ -76,16 +105,16 @@ impl Core {
             pending.insert(agent.to_owned(), Some(tx));
             rx
         };
-        self.supervisor.set_signing_in(agent, Some(method.id.clone()));
+        self.agents.set_signing_in(agent, Some(method.id.clone()));
         let result = self.run_sign_in(agent, &method, &values, cancel).await;
         if result == Err(AuthError::Cancelled) {
             // A login the agent began (a browser flow) ends with it; the
             // next message starts it again. Stopped here, after the
             // sign-in's own start, so that nothing starts it after the stop.
-            let _ = self.supervisor.stop(agent).await;
+            let _ = self.agents.stop(agent).await;
         }
         self.sign_ins().remove(agent);
-        self.supervisor.set_signing_in(agent, None);
+        self.agents.set_signing_in(agent, None);
         self.signed_in(agent, result)
     }
 
@@ -96,12 +125,12 @@ impl Core {
         values: &[(String, Secret)],
         mut cancel: tokio::sync::oneshot::Receiver<()>,
     ) -> Result<(), AuthError> {
-        let scope = self.supervisor.scope();
+        let scope = self.agents.scope();
         if !values.is_empty() {
             secrets::save(&scope, agent, values)
                 .await
                 .map_err(|e| AuthError::Keyring(e.to_string()))?;
-            self.supervisor.keys_changed(agent);
+            self.agents.keys_changed(agent);
         }
         let saved = secrets::saved_names(&scope, agent);
         let missing: Vec<String> = method
@@ -117,17 +146,17 @@ impl Core {
         // `starting`): a Cancel during it takes effect once it is over.
         // Keys are in the environment only from a start on.
         let restart =
-            !method.keys().is_empty() && self.supervisor.state(agent).is_some_and(AgentState::is_running);
+            !method.keys().is_empty() && self.agents.state(agent).is_some_and(AgentState::is_running);
         let started = if restart {
-            self.supervisor.restart(agent).await
+            self.agents.restart(agent).await
         } else {
-            self.supervisor.start(agent).await
+            self.agents.start(agent).await
         };
         started.map_err(|e| AuthError::Start(e.to_string()))?;
         if cancel.try_recv().is_ok() {
             return Err(AuthError::Cancelled);
         }
-        let Some((conn, _)) = self.supervisor.connection(agent) else {
+        let Some((conn, _)) = self.agents.connection(agent) else {
             return Err(AuthError::Start(gettext_f(
                 "the agent {name} is not running",
                 &[("name", agent)],
@@ -164,14 +193,14 @@ impl Core {
     fn signed_in(&self, agent: &str, result: Result<(), AuthError>) -> Result<(), AuthError> {
         match &result {
             Ok(()) => {
-                self.supervisor.set_needs_sign_in(agent, None);
+                self.agents.set_needs_sign_in(agent, None);
                 self.chat.resume_after_sign_in(agent);
             }
             Err(AuthError::Cancelled) => {}
             Err(e) => {
                 // Still needed; the page shows why the attempt failed.
-                if self.auth_status(agent).is_ok_and(|s| s.needs_sign_in) {
-                    self.supervisor.set_needs_sign_in(agent, Some(e.to_string()));
+                if self.status(agent).is_ok_and(|s| s.needs_sign_in) {
+                    self.agents.set_needs_sign_in(agent, Some(e.to_string()));
                 }
             }
         }
@@ -180,8 +209,8 @@ impl Core {
 
     /// `AuthService.Cancel(agent)`: gives up a sign-in under way (which then
     /// stops the agent, see `sign_in`); answers at once.
-    pub async fn cancel_sign_in(&self, agent: &str) -> Result<(), AuthError> {
-        self.auth_status(agent)?;
+    pub async fn cancel(&self, agent: &str) -> Result<(), AuthError> {
+        self.status(agent)?;
         let pending = self.sign_ins().get_mut(agent).and_then(Option::take);
         if let Some(tx) = pending {
             let _ = tx.send(());
@@ -193,14 +222,14 @@ impl Core {
     /// the keyring. A running agent that is not answering is restarted
     /// without them.
     pub async fn forget_keys(&self, agent: &str) -> Result<(), AuthError> {
-        self.auth_status(agent)?;
-        let result = secrets::forget(&self.supervisor.scope(), agent)
+        self.status(agent)?;
+        let result = secrets::forget(&self.agents.scope(), agent)
             .await
             .map_err(|e| AuthError::Keyring(e.to_string()));
-        self.supervisor.keys_changed(agent);
+        self.agents.keys_changed(agent);
         result?;
-        if self.supervisor.state(agent) == Some(AgentState::Ready) {
-            self.supervisor
+        if self.agents.state(agent) == Some(AgentState::Ready) {
+            self.agents
                 .restart(agent)
                 .await
                 .map_err(|e| AuthError::Start(e.to_string()))?;
@@ -210,42 +239,42 @@ impl Core {
 
     /// `AuthService.Logout(agent)`, where the agent offers `logout`.
     pub async fn logout(&self, agent: &str) -> Result<(), AuthError> {
-        let status = self.auth_methods(agent).await?;
+        let status = self.methods(agent).await?;
         if !status.can_logout {
             return Err(AuthError::NoLogout);
         }
-        let Some((conn, _)) = self.supervisor.connection(agent) else {
+        let Some((conn, _)) = self.agents.connection(agent) else {
             return Err(AuthError::NoLogout);
         };
         calls::logout(&conn)
             .await
             .map_err(|e| AuthError::Failed(e.to_string()))?;
-        self.supervisor
+        self.agents
             .set_needs_sign_in(agent, Some(crate::i18n::gettext("signed out")));
         Ok(())
     }
 
     /// Starts a terminal method's command; the front end shows it and calls
-    /// [`Core::login_finished`] with how it ended.
+    /// [`AuthService::login_finished`] with how it ended.
     pub async fn login_terminal(&self, agent: &str, method_id: &str) -> Result<LoginTerminal, AuthError> {
         let method = self.method(agent, method_id).await?;
         if !matches!(method.kind, AuthKind::Terminal { .. }) {
             return Err(AuthError::UnknownMethod(method_id.to_owned()));
         }
-        if self.sign_ins().contains_key(agent) || self.auth_status(agent)?.signing_in.is_some() {
+        if self.sign_ins().contains_key(agent) || self.status(agent)?.signing_in.is_some() {
             return Err(AuthError::Busy);
         }
         let mut terminal = self
-            .supervisor
+            .agents
             .login_terminal(agent, &method)
             .await
             .map_err(|e| AuthError::Start(e.to_string()))?;
-        self.supervisor.set_signing_in(agent, Some(method.id));
+        self.agents.set_signing_in(agent, Some(method.id));
         // However the terminal goes (finished, cancelled, or dropped by a
         // view that went away), the sign-in is no longer under way.
-        let supervisor = self.supervisor.clone();
+        let agents = self.agents.clone();
         let name = agent.to_owned();
-        terminal.on_drop(move || supervisor.set_signing_in(&name, None));
+        terminal.on_drop(move || agents.set_signing_in(&name, None));
         Ok(terminal)
     }
 
@@ -253,13 +282,13 @@ impl Core {
     /// the agent is restarted (initialized again) before the waiting
     /// messages go; anything else is a failure.
     pub async fn login_finished(&self, agent: &str, status: Option<ExitStatus>) -> Result<(), AuthError> {
-        self.supervisor.set_signing_in(agent, None);
+        self.agents.set_signing_in(agent, None);
         let result = match status {
             Some(s) if s.success() => {
-                let restarted = if self.supervisor.state(agent).is_some_and(AgentState::is_running) {
-                    self.supervisor.restart(agent).await
+                let restarted = if self.agents.state(agent).is_some_and(AgentState::is_running) {
+                    self.agents.restart(agent).await
                 } else {
-                    self.supervisor.start(agent).await
+                    self.agents.start(agent).await
                 };
                 restarted.map_err(|e| AuthError::Start(e.to_string()))
             }

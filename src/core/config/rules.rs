@@ -15,8 +15,8 @@
 use agent_client_protocol_schema::v1 as acp;
 use globset::{Glob, GlobBuilder, GlobMatcher};
 
-use crate::core::chat::message::PermissionOption;
 use crate::core::config::model::{Decision, PermissionRule};
+use crate::core::types::message::PermissionOption;
 
 /// A glob as rules use it: for paths, `*` stays within a directory and
 /// `**` crosses them, and `~/` is the home directory.

@@ -214,6 +214,28 @@ pub fn parse(auth_methods: Option<&Value>) -> Vec<AuthMethod> {
     out
 }
 
+/// `AuthService.Status` and the `auth:changed` event: one agent's sign-in.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct AuthStatus {
+    pub agent: String,
+    /// The agent answered "authentication required" and no sign-in has
+    /// succeeded since.
+    pub needs_sign_in: bool,
+    /// The agent's words (or why the last sign-in failed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// From the agent's last `initialize` (empty before its first start).
+    pub methods: Vec<AuthMethod>,
+    /// The agent offers `logout`.
+    pub can_logout: bool,
+    /// The id of the method being signed in with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_in: Option<String>,
+    /// The names (never the values) of the keys saved for the agent.
+    pub saved_keys: Vec<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,17 @@
+//! The types that events carry and every layer shares: they import nothing
+//! of Parley's above them (a leaf), so the events hub, the services and the
+//! history can all take them without a circle.
+//!
+//! - [`message`]: a conversation's messages and their parts.
+//! - [`options`]: an agent's session options (model, mode, effort …).
+//! - [`auth`]: the sign-in methods an agent offers, and its sign-in status.
+//! - [`agent_state`]: the spec's agent states.
+//! - [`problem`]: a problem found in the configuration.
+
+pub mod agent_state;
+pub mod auth;
+pub mod message;
+pub mod options;
+pub mod problem;
+
+pub use agent_state::AgentState;
