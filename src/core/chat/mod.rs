@@ -9,6 +9,7 @@ pub mod conversations;
 mod current;
 mod elicitation;
 mod inbox;
+mod options;
 mod permissions;
 mod session;
 mod sign_in;

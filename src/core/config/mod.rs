@@ -3,6 +3,7 @@
 
 pub mod edit;
 pub mod model;
+pub mod parse;
 pub mod rules;
 pub mod service;
 pub mod store;
