@@ -244,7 +244,7 @@ fn sign_in_with_an_agent_method(app: &adw::Application) -> Result<(), String> {
         Duration::from_secs(15),
         || {
             conversation_texts(&f).iter().any(|t| t == "after sign-in")
-                && f.win.agent("demo").is_some_and(|a| !a.answering())
+                && f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
         },
     )?;
     close(f);
@@ -326,13 +326,13 @@ fn sign_in_with_a_key(app: &adw::Application) -> Result<(), String> {
         || conversation_texts(&f).iter().any(|t| t == "with a key"),
     )?;
     let agent = f.win.agent("demo").ok_or("no agent")?;
-    if !agent.has_saved_keys() {
+    if !agent.sign_in().has_saved_keys() {
         return Err("the key is not listed as saved".into());
     }
     WidgetExt::activate_action(&f.win, "win.agent-forget-keys", Some(&"demo".to_variant()))
         .map_err(|e| e.to_string())?;
     spin_until("the key forgotten", Duration::from_secs(20), || {
-        !agent.has_saved_keys()
+        !agent.sign_in().has_saved_keys()
     })?;
     close(f);
     Ok(())
@@ -420,7 +420,7 @@ fn terminal_in_a_tool_card(app: &adw::Application) -> Result<(), String> {
         || terminals_in(&list).iter().any(|t| t.text().contains("compiled")),
     )?;
     spin_until("the end of the turn", Duration::from_secs(20), || {
-        f.win.agent("demo").is_some_and(|a| !a.answering())
+        f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
     })?;
     spin_until("the exit status", Duration::from_secs(10), || {
         texts(&list).iter().any(|t| t == "Exited with status 0")
@@ -565,7 +565,7 @@ fn demo_turn_with_permission(app: &adw::Application) -> Result<(), String> {
         !f.win.permission_banner().is_shown()
     })?;
     spin_until("the end of the turn", Duration::from_secs(20), || {
-        f.win.agent("demo").is_some_and(|a| !a.answering())
+        f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
     })?;
     spin(Duration::from_millis(300));
     let all = conversation_texts(&f);
@@ -612,7 +612,7 @@ fn hostile_permission_title(app: &adw::Application) -> Result<(), String> {
         .ok_or("no Reject button")?;
     reject.emit_clicked();
     spin_until("the end of the turn", Duration::from_secs(20), || {
-        f.win.agent("demo").is_some_and(|a| !a.answering())
+        f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
     })?;
     close(f);
     Ok(())
@@ -623,7 +623,7 @@ fn cancel_a_turn(app: &adw::Application) -> Result<(), String> {
     select_demo(&f)?;
     type_and_send(&f, "wait");
     spin_until("the turn to run", Duration::from_secs(10), || {
-        f.win.agent("demo").is_some_and(|a| a.answering())
+        f.win.agent("demo").is_some_and(|a| a.conversation().answering())
     })?;
     if f.win.composer().send_button().icon_name().as_deref() != Some("media-playback-stop-symbolic") {
         return Err("Send did not turn into Stop".into());
@@ -631,7 +631,7 @@ fn cancel_a_turn(app: &adw::Application) -> Result<(), String> {
     spin(Duration::from_millis(300));
     f.win.composer().send_button().emit_clicked();
     spin_until("the turn to end", Duration::from_secs(10), || {
-        f.win.agent("demo").is_some_and(|a| !a.answering())
+        f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
     })?;
     spin(Duration::from_millis(200));
     if !conversation_texts(&f).iter().any(|t| t == "Stopped") {
@@ -687,11 +687,11 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
 /// The demo agent's flood of `n` chunks of 40 bytes is all in its last
 /// message, and the turn is over.
 fn whole_flood_in_model(f: &Fixture, n: usize) -> bool {
-    let store = f.win.agent("demo").and_then(|a| a.loaded_messages());
+    let store = f.win.agent("demo").and_then(|a| a.conversation().loaded_messages());
     let last = store
         .and_then(|s| s.item(s.n_items().saturating_sub(1)))
         .and_downcast::<parley::ui::models::MessageObject>();
-    last.is_some_and(|m| m.text_len() >= n * 40) && f.win.agent("demo").is_some_and(|a| !a.answering())
+    last.is_some_and(|m| m.text_len() >= n * 40) && f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
 }
 
 /// While a window shows the model, events are applied in its frames; a
@@ -965,7 +965,7 @@ fn a_long_conversation_binds_only_its_page(app: &adw::Application) -> Result<(),
     use parley::ui::models::MessageObject;
     let f = open_window(app, &demo_config(true))?;
     select_demo(&f)?;
-    let store = f.win.agent("demo").ok_or("no agent")?.messages();
+    let store = f.win.agent("demo").ok_or("no agent")?.conversation().messages();
     let objects: Vec<MessageObject> = (0..2000)
         .map(|i| {
             let role = if i % 2 == 0 { Role::User } else { Role::Agent };
@@ -1132,14 +1132,14 @@ fn answer_fixture(f: &Fixture, name: &str) -> Result<(), String> {
     let messages = || {
         f.win
             .agent("demo")
-            .and_then(|a| a.loaded_messages())
+            .and_then(|a| a.conversation().loaded_messages())
             .map_or(0, |s| s.n_items())
     };
     let before = messages();
     type_and_send(f, &format!("text-fixture {name}"));
     // The question and the answer.
     spin_until("the fixture's answer", Duration::from_secs(15), || {
-        messages() >= before + 2 && f.win.agent("demo").is_some_and(|a| !a.answering())
+        messages() >= before + 2 && f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
     })?;
     spin_until("the last row on screen", Duration::from_secs(10), || {
         f.win.last_row_shown()
@@ -1194,7 +1194,7 @@ fn code_blocks_of_a_whole_message_show_their_code(app: &adw::Application) -> Res
         type_and_send(&f, answer);
         spin_until("the answer", Duration::from_secs(15), || {
             conversation_texts(&f).iter().any(|t| t == "The end.")
-                && f.win.agent("demo").is_some_and(|a| !a.answering())
+                && f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
         })?;
         spin_until("the last row on screen", Duration::from_secs(10), || {
             f.win.last_row_shown()
@@ -1498,7 +1498,7 @@ fn layout_from_phone_to_wide(app: &adw::Application) -> Result<(), String> {
         .ok_or("no Reject")?;
     reject.emit_clicked();
     spin_until("the end of the turn", Duration::from_secs(20), || {
-        f.win.agent("demo").is_some_and(|a| !a.answering())
+        f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
     })?;
     close(f);
     Ok(())
@@ -1765,7 +1765,7 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
             .agents()
             .item(0)
             .and_downcast::<parley::ui::models::AgentObject>()
-            .is_some_and(|a| !a.answering())
+            .is_some_and(|a| !a.conversation().answering())
     })?;
     type_and_send(&f, "session-info Fix the build");
     spin_until("the title", Duration::from_secs(10), || {
@@ -1774,7 +1774,7 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
             .agents()
             .item(0)
             .and_downcast::<parley::ui::models::AgentObject>()
-            .is_some_and(|a| a.session_title() == "Fix the build")
+            .is_some_and(|a| a.session().session_title() == "Fix the build")
     })?;
     // Send turns into Stop while the agent answers: wait for the turn's end.
     let demo = || {
@@ -1785,7 +1785,7 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
             .and_downcast::<parley::ui::models::AgentObject>()
     };
     spin_until("the turn's end", Duration::from_secs(10), || {
-        demo().is_some_and(|a| !a.answering())
+        demo().is_some_and(|a| !a.conversation().answering())
     })?;
     type_and_send(&f, "cost 0.42");
     spin_until("the cost", Duration::from_secs(10), || {
@@ -1794,7 +1794,7 @@ fn pickers_and_attachments(app: &adw::Application) -> Result<(), String> {
             .agents()
             .item(0)
             .and_downcast::<parley::ui::models::AgentObject>()
-            .is_some_and(|a| a.cost() == "0.42 USD")
+            .is_some_and(|a| a.session().cost() == "0.42 USD")
     })?;
     spin(Duration::from_millis(300));
     let header = texts(f.win.upcast_ref());
@@ -1829,7 +1829,7 @@ fn send_and_wait(f: &Fixture, text: &str) -> Result<(), String> {
             .filter(|t| t.contains(&answer))
             .count()
             >= 2
-            && f.win.agent("demo").is_some_and(|a| !a.answering())
+            && f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
     })
 }
 
@@ -1879,7 +1879,7 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
     let first = f
         .win
         .agent("demo")
-        .map(|a| a.conversation_id())
+        .map(|a| a.conversation().conversation_id())
         .unwrap_or_default();
     if first.is_empty() {
         return Err("the conversation has no id after its first message".into());
@@ -1892,7 +1892,7 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
             .all(|t| !t.contains("quick brown fox"))
             && f.win
                 .agent("demo")
-                .is_some_and(|a| a.conversation_id().is_empty())
+                .is_some_and(|a| a.conversation().conversation_id().is_empty())
     })?;
     send_and_wait(&f, "echo a lazy dog sleeps")?;
     spin_until("both new ones listed first", Duration::from_secs(5), || {
@@ -1909,7 +1909,7 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
             .iter()
             .any(|t| t.contains("quick brown fox"))
     })?;
-    if f.win.agent("demo").is_some_and(|a| !a.read_only().is_empty()) {
+    if f.win.agent("demo").is_some_and(|a| !a.conversation().read_only().is_empty()) {
         return Err("a session still open in the agent was not taken up".into());
     }
     // Once the agent restarted, an older conversation cannot go on.
@@ -1924,7 +1924,7 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
         texts(f.win.upcast_ref())
             .iter()
             .any(|t| t.contains("Continue in a New Conversation"))
-            && f.win.agent("demo").is_some_and(|a| !a.read_only().is_empty())
+            && f.win.agent("demo").is_some_and(|a| !a.conversation().read_only().is_empty())
             && !f.win.composer().is_sensitive()
             // The banner has slid in: the picture shows it whole.
             && descendants::<gtk::Revealer>(f.win.upcast_ref())
@@ -2042,7 +2042,7 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
     entry.set_text("Ada");
     submit.emit_clicked();
     spin_until("the form answered", Duration::from_secs(10), || {
-        f.win.agent("beta").is_some_and(|a| a.elicitation_count() == 0)
+        f.win.agent("beta").is_some_and(|a| a.conversation().elicitation_count() == 0)
             && f.win.elicitation_dialog().is_none()
     })?;
     drop(form);
@@ -2133,12 +2133,12 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
         texts(f.win.upcast_ref())
             .iter()
             .any(|t| t.contains("is not responding"))
-            && f.win.agent("gamma").is_some_and(|a| a.stalled())
+            && f.win.agent("gamma").is_some_and(|a| a.conversation().stalled())
     })?;
     spin(Duration::from_millis(400));
     save_png(&f.win, "44-not-responding")?;
     spin_until("gamma again", Duration::from_secs(10), || {
-        f.win.agent("gamma").is_some_and(|a| !a.stalled())
+        f.win.agent("gamma").is_some_and(|a| !a.conversation().stalled())
     })?;
 
     // A link to open: shown whole; settled elsewhere, the dialog goes.
@@ -2164,7 +2164,7 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
     let id = f
         .win
         .agent("beta")
-        .and_then(|a| a.elicitations().first().map(|e| e.id.clone()))
+        .and_then(|a| a.conversation().elicitations().first().map(|e| e.id.clone()))
         .ok_or("no pending elicitation")?;
     f.core
         .chat

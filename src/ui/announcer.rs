@@ -18,12 +18,14 @@ pub fn watch(
     agent: &AgentObject,
     banner: &PermissionBanner,
     composer: &Composer,
-) -> Vec<(AgentObject, glib::SignalHandlerId)> {
+) -> Vec<(glib::Object, glib::SignalHandlerId)> {
     use crate::ui::a11y::{announce, Priority};
-    let status = agent.connect_status_notify(glib::clone!(
+    let status = agent.state().connect_status_notify(glib::clone!(
+        #[weak]
+        agent,
         #[weak]
         composer,
-        move |agent| {
+        move |_| {
             let text = format!("{}: {}", agent.title(), agent.shown_as());
             announce(&composer, &text, Priority::Medium);
         }
@@ -31,13 +33,16 @@ pub fn watch(
     // Said a moment later, through the composer: the sign-in page that
     // had the focus is rebuilt (or gone) by then, and what was said on it
     // would be lost with it.
-    let sign_in = agent.connect_needs_sign_in_notify(glib::clone!(
+    let sign_in = agent.sign_in().connect_needs_sign_in_notify(glib::clone!(
+        #[weak]
+        agent,
         #[weak]
         composer,
-        move |agent| {
-            let text = if agent.needs_sign_in() {
+        move |_| {
+            let text = if agent.sign_in().needs_sign_in() {
                 let words = agent
-                    .auth()
+                    .sign_in()
+                    .status()
                     .and_then(|s| s.message)
                     .map(|m| format!(" {}.", crate::ui::markdown::visible(&m).trim_end_matches('.')))
                     .unwrap_or_default();
@@ -59,7 +64,7 @@ pub fn watch(
             ));
         }
     ));
-    let permission = agent.connect_local(
+    let permission = agent.conversation().connect_local(
         "permission-requested",
         false,
         glib::clone!(
@@ -89,19 +94,20 @@ pub fn watch(
             }
         ),
     );
-    let ended = agent.connect_local(
+    let ended = agent.conversation().connect_local(
         "turn-ended",
         false,
         glib::clone!(
             #[weak]
+            agent,
+            #[weak]
             composer,
             #[upgrade_or]
             None,
-            move |args| {
-                let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+            move |_| {
                 // A prompt refused for want of a sign-in: that is what was
                 // said (above), not "done".
-                if agent.needs_sign_in() {
+                if agent.sign_in().needs_sign_in() {
                     return None;
                 }
                 let text = last_answer(&agent)
@@ -118,16 +124,16 @@ pub fn watch(
         ),
     );
     vec![
-        (agent.clone(), status),
-        (agent.clone(), sign_in),
-        (agent.clone(), permission),
-        (agent.clone(), ended),
+        (agent.state().clone().upcast(), status),
+        (agent.sign_in().clone().upcast(), sign_in),
+        (agent.conversation().clone().upcast(), permission),
+        (agent.conversation().clone().upcast(), ended),
     ]
 }
 
 /// The start of the agent's last answer (about 300 characters), as text.
 fn last_answer(agent: &AgentObject) -> Option<String> {
-    let store = agent.loaded_messages()?;
+    let store = agent.conversation().loaded_messages()?;
     let last = (0..store.n_items())
         .rev()
         .filter_map(|i| store.item(i).and_downcast::<MessageObject>())

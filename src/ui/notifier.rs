@@ -25,8 +25,9 @@ pub fn attach(model: &AppModel, app: &impl IsA<gtk::Application>) {
 
 fn listen(agent: &AgentObject, app: &glib::WeakRef<gtk::Application>, core: &Core) {
     let (a, c) = (app.clone(), core.clone());
-    agent.connect_local("failed", false, move |args| {
-        let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+    let weak = agent.downgrade();
+    agent.state().connect_local("failed", false, move |args| {
+        let agent = weak.upgrade()?;
         let reason = args
             .get(1)
             .and_then(|v| v.get::<String>().ok())
@@ -43,8 +44,9 @@ fn listen(agent: &AgentObject, app: &glib::WeakRef<gtk::Application>, core: &Cor
         None
     });
     let (a, c) = (app.clone(), core.clone());
-    agent.connect_local("turn-ended", false, move |args| {
-        let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+    let weak = agent.downgrade();
+    agent.conversation().connect_local("turn-ended", false, move |_| {
+        let agent = weak.upgrade()?;
         let body = crate::i18n::gettext("The answer is complete.");
         notify(
             &a.upgrade()?,
@@ -58,10 +60,11 @@ fn listen(agent: &AgentObject, app: &glib::WeakRef<gtk::Application>, core: &Cor
         None
     });
     let (a, c) = (app.clone(), core.clone());
-    agent.connect_local("elicitation-requested", false, move |args| {
-        let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+    let weak = agent.downgrade();
+    agent.conversation().connect_local("elicitation-requested", false, move |args| {
+        let agent = weak.upgrade()?;
         let id = args.get(1).and_then(|v| v.get::<String>().ok())?;
-        let request = agent.elicitations().into_iter().find(|e| e.id == id)?;
+        let request = agent.conversation().elicitations().into_iter().find(|e| e.id == id)?;
         notify_with(
             &a.upgrade()?,
             &c,
@@ -77,8 +80,9 @@ fn listen(agent: &AgentObject, app: &glib::WeakRef<gtk::Application>, core: &Cor
         None
     });
     let (a, c) = (app.clone(), core.clone());
-    agent.connect_local("permission-requested", false, move |args| {
-        let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+    let weak = agent.downgrade();
+    agent.conversation().connect_local("permission-requested", false, move |args| {
+        let agent = weak.upgrade()?;
         let p = args.get(1).and_then(|v| v.get::<PermissionObject>().ok())?;
         let request = p.request();
         notify(

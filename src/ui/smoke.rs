@@ -156,10 +156,10 @@ fn step(win: &ParleyWindow, progress: &Progress) -> Result<Option<String>, Strin
     };
     // The turn is over only when the agent is no longer answering (after
     // the window has said so to a screen reader).
-    if object.answering() {
+    if object.conversation().answering() {
         return Ok(None);
     }
-    let store = object.messages();
+    let store = object.conversation().messages();
     for i in 0..store.n_items() {
         let Some(m) = store.item(i).and_downcast::<MessageObject>() else {
             continue;

@@ -62,7 +62,7 @@ pub fn claude_full_turn(app: &adw::Application) -> Result<(), String> {
         .ok_or("no Allow button")?;
     allow.emit_clicked();
     spin_until("the end of the turn", Duration::from_secs(60), || {
-        f.win.agent("demo").is_some_and(|a| !a.answering())
+        f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
             && conversation_texts(&f).iter().any(|t| t.contains("Done"))
     })?;
     spin(Duration::from_millis(500));

@@ -160,7 +160,7 @@ impl AppModel {
     pub fn forget_conversations(&self) {
         let store = self.agents();
         for a in (0..store.n_items()).filter_map(|i| store.item(i).and_downcast::<AgentObject>()) {
-            a.forget_conversation();
+            a.conversation().forget_conversation();
         }
     }
 
@@ -253,7 +253,7 @@ impl AppModel {
                 Event::MessageUpdated(u) => {
                     last_delta = None;
                     let Some(a) = self.agent(&u.agent) else { continue };
-                    let Some(store) = a.loaded_messages() else {
+                    let Some(store) = a.conversation().loaded_messages() else {
                         continue;
                     };
                     touched(&a, &mut changed);
@@ -271,14 +271,14 @@ impl AppModel {
                             }
                         }
                         // An earlier message not loaded is read when it is.
-                        None if a.is_unloaded(&u.message.id) => {}
+                        None if a.conversation().is_unloaded(&u.message.id) => {}
                         None => store.append(&MessageObject::new(u.message)),
                     }
                 }
                 Event::MessageRemoved(r) => {
                     last_delta = None;
                     let Some(a) = self.agent(&r.agent) else { continue };
-                    let Some(store) = a.loaded_messages() else {
+                    let Some(store) = a.conversation().loaded_messages() else {
                         continue;
                     };
                     if let Some((i, _)) = find_message(&store, &r.message_id) {
@@ -292,7 +292,7 @@ impl AppModel {
                 }
                 Event::AuthChanged(status) => {
                     if let Some(a) = self.agent(&status.agent) {
-                        a.apply_auth(status);
+                        a.sign_in().apply(status);
                     }
                 }
                 Event::MessageDelta(d) => {
@@ -305,7 +305,7 @@ impl AppModel {
                         }
                     }
                     let Some(a) = self.agent(&d.agent) else { continue };
-                    let Some(store) = a.loaded_messages() else {
+                    let Some(store) = a.conversation().loaded_messages() else {
                         continue;
                     };
                     touched(&a, &mut changed);
@@ -319,7 +319,7 @@ impl AppModel {
                 }
                 Event::TurnChanged(t) => {
                     if let Some(a) = self.agent(&t.agent) {
-                        a.apply_turn(t.busy);
+                        a.conversation().apply_turn(t.busy);
                     }
                 }
                 Event::PermissionRequested(p) => {
@@ -328,40 +328,40 @@ impl AppModel {
                         // not counted twice when it is read later. Read
                         // now, it already holds the request: listeners
                         // still hear of it.
-                        let was_loaded = a.loaded_messages().is_some();
-                        a.messages();
+                        let was_loaded = a.conversation().loaded_messages().is_some();
+                        a.conversation().messages();
                         match find_permission(&a, &p.id) {
-                            None => a.add_permission(p),
-                            Some(object) if !was_loaded => a.permission_came(&object),
+                            None => a.conversation().add_permission(p),
+                            Some(object) if !was_loaded => a.conversation().permission_came(&object),
                             Some(_) => {}
                         }
                     }
                 }
                 Event::PermissionResolved(p) => {
                     if let Some(a) = self.agent(&p.agent) {
-                        a.remove_permission(&p.id);
+                        a.conversation().remove_permission(&p.id);
                     }
                 }
                 Event::UsageChanged(u) => {
                     if let Some(a) = self.agent(&u.agent) {
-                        a.apply_usage(&u.usage);
+                        a.session().apply_usage(&u.usage);
                     }
                 }
                 Event::SessionChanged(c) => {
                     if let Some(a) = self.agent(&c.agent) {
-                        a.apply_session(c.title.as_deref(), c.options);
+                        a.session().apply_session(c.title.as_deref(), c.options);
                     }
                 }
                 Event::ConversationSwitched(c) => {
                     last_delta = None;
                     if let Some(a) = self.agent(&c.agent) {
-                        a.apply_switched(c.conversation.as_deref(), c.reason.as_deref());
+                        a.conversation().apply_switched(c.conversation.as_deref(), c.reason.as_deref());
                         touched(&a, &mut changed);
                     }
                 }
                 Event::ConversationsChanged(c) => {
                     if let Some(a) = self.agent(&c.agent) {
-                        a.conversations_changed(c.current.as_deref());
+                        a.conversation().conversations_changed(c.current.as_deref());
                     }
                 }
                 Event::HistoryStatus(h) => {
@@ -379,29 +379,29 @@ impl AppModel {
                 Event::RegistryChanged(_) => refresh_agents = true,
                 Event::TurnStalled(t) => {
                     if let Some(a) = self.agent(&t.agent) {
-                        a.set_stalled(t.stalled);
+                        a.conversation().set_stalled(t.stalled);
                     }
                 }
                 Event::ElicitationRequested(e) => {
                     if let Some(a) = self.agent(&e.agent) {
-                        a.add_elicitation(e);
+                        a.conversation().add_elicitation(e);
                     }
                 }
                 Event::ElicitationResolved(e) => {
                     if let Some(a) = self.agent(&e.agent) {
-                        a.remove_elicitation(&e.id);
+                        a.conversation().remove_elicitation(&e.id);
                     }
                 }
             }
         }
         for (a, m) in dirty {
-            a.message_changed(&m);
+            a.conversation().message_changed(&m);
         }
         if refresh_agents {
             self.refresh_agents();
         }
         for a in changed {
-            a.conversation_changed();
+            a.conversation().conversation_changed();
         }
     }
 }
@@ -413,7 +413,7 @@ fn touched(a: &AgentObject, changed: &mut Vec<AgentObject>) {
 }
 
 fn find_permission(a: &AgentObject, id: &str) -> Option<super::PermissionObject> {
-    let list = a.permissions();
+    let list = a.conversation().permissions();
     (0..list.n_items())
         .filter_map(|i| list.item(i).and_downcast::<super::PermissionObject>())
         .find(|p| p.request().id == id)

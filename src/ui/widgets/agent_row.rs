@@ -34,7 +34,7 @@ mod imp {
         pub stop_button: TemplateChild<gtk::Button>,
         #[template_child]
         pub menu_button: TemplateChild<gtk::MenuButton>,
-        pub bound: RefCell<Option<(AgentObject, glib::SignalHandlerId)>>,
+        pub bound: RefCell<Option<crate::ui::models::Handlers>>,
         /// What the menu was built for (can log out, has saved keys).
         pub menu_shape: std::cell::RefCell<Option<(bool, bool, String)>>,
     }
@@ -87,21 +87,20 @@ impl AgentRow {
         imp.start_button.set_action_name(Some("win.agent-start"));
         imp.stop_button.set_action_target_value(Some(&target));
         imp.stop_button.set_action_name(Some("win.agent-stop"));
-        let handler = agent.connect_notify_local(
-            None,
-            glib::clone!(
-                #[weak(rename_to = row)]
-                self,
-                move |agent, _| row.refresh(agent)
-            ),
-        );
-        imp.bound.replace(Some((agent.clone(), handler)));
+        // The row shows a little of every facet: its status, sign-in,
+        // and what waits in its conversation.
+        let handlers = agent.connect_any_notify(glib::clone!(
+            #[weak(rename_to = row)]
+            self,
+            move |agent| row.refresh(agent)
+        ));
+        imp.bound.replace(Some(handlers));
         self.refresh(agent);
     }
 
     pub fn unbind(&self) {
-        if let Some((agent, handler)) = self.imp().bound.take() {
-            agent.disconnect(handler);
+        if let Some(handlers) = self.imp().bound.take() {
+            crate::ui::models::disconnect_all(handlers);
         }
     }
 
@@ -109,8 +108,8 @@ impl AgentRow {
     fn build_menu(&self, agent: &AgentObject) {
         let imp = self.imp();
         let shape = (
-            agent.can_logout(),
-            agent.has_saved_keys(),
+            agent.sign_in().can_logout(),
+            agent.sign_in().has_saved_keys(),
             agent.update_available(),
         );
         if imp.menu_shape.borrow().as_ref() == Some(&shape) {
@@ -155,7 +154,7 @@ impl AgentRow {
         imp.title.set_label(&title);
         let shown = agent.shown_as();
         imp.state.set_label(&shown);
-        let failed = agent.status() == crate::ui::models::AgentStatus::Error;
+        let failed = agent.state().status() == crate::ui::models::AgentStatus::Error;
         if failed {
             imp.state.add_css_class("error");
         } else {
@@ -164,12 +163,12 @@ impl AgentRow {
         let tooltip = match (failed, agent.description().is_empty()) {
             // The error ends with the agent's last stderr lines: shown, not
             // obeyed (a NUL would also panic on its way into GTK).
-            (true, _) => crate::ui::markdown::visible(&agent.error()).into_owned(),
+            (true, _) => crate::ui::markdown::visible(&agent.state().error()).into_owned(),
             (false, false) => agent.description(),
             (false, true) => String::new(),
         };
         self.set_tooltip_text((!tooltip.is_empty()).then_some(tooltip.as_str()));
-        imp.attention.set_visible(failed || agent.waiting());
+        imp.attention.set_visible(failed || agent.conversation().waiting());
         imp.attention.set_tooltip_text(Some(&if failed {
             gettext("The agent failed")
         } else {

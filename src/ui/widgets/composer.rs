@@ -47,7 +47,7 @@ mod imp {
         /// The agent messages go to.
         #[property(get, set = Self::set_agent, nullable)]
         pub agent: RefCell<Option<AgentObject>>,
-        pub handlers: RefCell<Vec<(AgentObject, glib::SignalHandlerId)>>,
+        pub handlers: RefCell<crate::ui::models::Handlers>,
         pub completion: OnceCell<Rc<SlashCompletion>>,
         pub mentions: OnceCell<Rc<MentionCompletion>>,
         /// What goes with the next message.
@@ -65,38 +65,39 @@ mod imp {
             }
             let obj = self.obj();
             if let Some(a) = &agent {
-                let answering = a.connect_answering_notify(glib::clone!(
+                let answering = a.conversation().connect_answering_notify(glib::clone!(
                     #[weak(rename_to = composer)]
                     obj,
                     move |_| composer.update()
                 ));
-                let options = a.connect_options_changed(glib::clone!(
+                let options = a.session().connect_options_changed(glib::clone!(
                     #[weak(rename_to = composer)]
                     obj,
-                    move |a| {
+                    move |session| {
                         let imp = composer.imp();
-                        option_pickers::rebuild(&imp.options, Some(a), &imp.picker_shape)
+                        option_pickers::rebuild(&imp.options, Some(session), &imp.picker_shape)
                     }
                 ));
                 // Once running, the session is opened so the pickers show
                 // before the first message.
-                let status = a.connect_status_notify(|a| {
-                    if a.status() == crate::ui::models::AgentStatus::Ready && a.options().is_empty() {
-                        a.prepare();
+                let session = a.session().clone();
+                let status = a.state().connect_status_notify(move |state| {
+                    if state.status() == crate::ui::models::AgentStatus::Ready && session.options().is_empty() {
+                        session.prepare();
                     }
                 });
                 self.handlers.replace(vec![
-                    (a.clone(), answering),
-                    (a.clone(), options),
-                    (a.clone(), status),
+                    (a.conversation().clone().upcast(), answering),
+                    (a.session().clone().upcast(), options),
+                    (a.state().clone().upcast(), status),
                 ]);
-                if a.status() == crate::ui::models::AgentStatus::Ready && a.options().is_empty() {
-                    a.prepare();
+                if a.state().status() == crate::ui::models::AgentStatus::Ready && a.session().options().is_empty() {
+                    a.session().prepare();
                 }
             }
             // Another agent's pickers are built anew.
             self.picker_shape.replace(String::new());
-            option_pickers::rebuild(&self.options, agent.as_ref(), &self.picker_shape);
+            option_pickers::rebuild(&self.options, agent.as_ref().map(AgentObject::session), &self.picker_shape);
             self.agent.replace(agent);
             obj.update();
         }
@@ -160,7 +161,7 @@ impl Composer {
         let completion = SlashCompletion::attach(&imp.text, self, move || {
             weak.upgrade()
                 .and_then(|c| c.agent())
-                .map(|a| a.commands())
+                .map(|a| a.session().commands())
                 .unwrap_or_default()
         });
         let _ = imp.completion.set(completion);
@@ -170,14 +171,14 @@ impl Composer {
             &imp.text,
             self,
             move |query, done| match weak.upgrade().and_then(|c| c.agent()) {
-                Some(agent) => agent.find_files(query, done),
+                Some(agent) => agent.session().find_files(query, done),
                 None => done(Vec::new()),
             },
             move |path| {
                 let Some(composer) = weak_chosen.upgrade() else {
                     return;
                 };
-                let Some(root) = composer.agent().and_then(|a| a.working_dir()) else {
+                let Some(root) = composer.agent().and_then(|a| a.session().working_dir()) else {
                     return;
                 };
                 composer.add(AttachmentInput::Mention(root.join(path)), path.to_owned());
@@ -232,7 +233,7 @@ impl Composer {
             #[weak(rename_to = composer)]
             self,
             move |_| {
-                if composer.agent().is_some_and(|a| a.answering()) {
+                if composer.agent().is_some_and(|a| a.conversation().answering()) {
                     composer.cancel();
                 } else {
                     composer.send();
@@ -244,7 +245,7 @@ impl Composer {
     /// Send turns into Stop while a turn runs.
     fn update(&self) {
         let button = &self.imp().send_button;
-        if self.agent().is_some_and(|a| a.answering()) {
+        if self.agent().is_some_and(|a| a.conversation().answering()) {
             button.set_icon_name("media-playback-stop-symbolic");
             crate::ui::a11y::set_label(&**button, &gettext("Stop"));
             button.set_tooltip_text(Some(&gettext("Stop (Escape)")));
@@ -279,7 +280,7 @@ impl Composer {
             return;
         }
         buffer.set_text("");
-        agent.send(
+        agent.conversation().send(
             text,
             attachments,
             glib::clone!(
@@ -323,7 +324,7 @@ impl Composer {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| path.display().to_string());
-        let caps = self.agent().and_then(|a| a.prompt_capabilities());
+        let caps = self.agent().and_then(|a| a.session().prompt_capabilities());
         if let Err(e) = crate::core::chat::check_file(&path, caps.as_ref()) {
             self.toast(&e);
             return;
@@ -335,7 +336,7 @@ impl Composer {
     pub fn add_image(&self, texture: &gdk::Texture) {
         if self
             .agent()
-            .and_then(|a| a.prompt_capabilities())
+            .and_then(|a| a.session().prompt_capabilities())
             .is_some_and(|c| !c.image)
         {
             self.toast(&gettext("This agent does not take images"));
@@ -470,7 +471,7 @@ impl Composer {
             None,
         );
         chooser.set_select_multiple(true);
-        if let Some(dir) = self.agent().and_then(|a| a.working_dir()) {
+        if let Some(dir) = self.agent().and_then(|a| a.session().working_dir()) {
             let _ = chooser.set_current_folder(Some(&gio::File::for_path(dir)));
         }
         chooser.connect_response(glib::clone!(
@@ -573,7 +574,7 @@ impl Composer {
 
     pub fn cancel(&self) {
         if let Some(agent) = self.agent() {
-            agent.cancel();
+            agent.conversation().cancel();
         }
     }
 }

@@ -286,7 +286,7 @@ impl ConversationList {
         let imp = self.imp();
         if let Some(old) = imp.agent.take() {
             for id in imp.handlers.take() {
-                old.disconnect(id);
+                old.conversation().disconnect(id);
             }
         }
         let Some(agent) = agent else {
@@ -295,32 +295,26 @@ impl ConversationList {
             }
             return;
         };
-        let changed = agent.connect_conversations_changed(glib::clone!(
+        let changed = agent.conversation().connect_conversations_changed(glib::clone!(
             #[weak(rename_to = this)]
             self,
             move |_| this.refresh()
         ));
-        let current = agent.connect_notify_local(
-            Some("conversation-id"),
-            glib::clone!(
-                #[weak(rename_to = this)]
-                self,
-                move |_, _| this.select_current()
-            ),
-        );
+        let current = agent.conversation().connect_conversation_id_notify(glib::clone!(
+            #[weak(rename_to = this)]
+            self,
+            move |_| this.select_current()
+        ));
         // The order follows the latest activity: read again after a turn.
-        let turn = agent.connect_notify_local(
-            Some("answering"),
-            glib::clone!(
-                #[weak(rename_to = this)]
-                self,
-                move |a, _| {
-                    if !a.answering() {
-                        this.refresh();
-                    }
+        let turn = agent.conversation().connect_answering_notify(glib::clone!(
+            #[weak(rename_to = this)]
+            self,
+            move |conversation| {
+                if !conversation.answering() {
+                    this.refresh();
                 }
-            ),
-        );
+            }
+        ));
         imp.handlers.replace(vec![changed, current, turn]);
         imp.agent.replace(Some(agent.clone()));
         self.refresh();
@@ -333,7 +327,7 @@ impl ConversationList {
         };
         let generation = self.imp().generation.get() + 1;
         self.imp().generation.set(generation);
-        agent.list_conversations(glib::clone!(
+        agent.conversation().list_conversations(glib::clone!(
             #[weak(rename_to = this)]
             self,
             move |r: Result<crate::core::chat::Conversations, String>| {
@@ -388,7 +382,7 @@ impl ConversationList {
         ) else {
             return;
         };
-        let current = agent.conversation_id();
+        let current = agent.conversation().conversation_id();
         let at = (0..store.n_items()).find(|&i| {
             !current.is_empty()
                 && store

@@ -120,11 +120,11 @@ impl ConversationView {
             imp.list.set_model(None::<&gio::ListModel>);
             return;
         };
-        let store = agent.messages();
+        let store = agent.conversation().messages();
         imp.store.replace(Some(store.clone()));
         imp.list.set_agent_title(agent.title());
         // The list shows rows, several per long message (see `RowObject`).
-        imp.list.set_model(Some(&agent.rows()));
+        imp.list.set_model(Some(&agent.conversation().rows()));
         let items = store.connect_items_changed(glib::clone!(
             #[weak(rename_to = view)]
             self,
@@ -142,18 +142,20 @@ impl ConversationView {
                 view.update_page();
             }
         ));
-        let changed = agent.connect_conversation_changed(glib::clone!(
+        let changed = agent.conversation().connect_conversation_changed(glib::clone!(
             #[weak(rename_to = view)]
             self,
-            move |agent| {
+            #[weak]
+            agent,
+            move |conversation| {
                 // Another configuration: the agent read its conversation anew.
-                if *view.imp().store.borrow() != agent.loaded_messages() {
-                    view.show(Some(agent));
+                if *view.imp().store.borrow() != conversation.loaded_messages() {
+                    view.show(Some(&agent));
                 }
             }
         ));
         // Another conversation of the agent: its end is shown.
-        let switched = agent.connect_notify_local(
+        let switched = agent.conversation().connect_notify_local(
             Some("conversation-id"),
             glib::clone!(
                 #[weak(rename_to = view)]
@@ -171,8 +173,8 @@ impl ConversationView {
         );
         imp.handlers.replace(vec![
             (store.upcast(), items),
-            (agent.clone().upcast(), changed),
-            (agent.clone().upcast(), switched),
+            (agent.conversation().clone().upcast(), changed),
+            (agent.conversation().clone().upcast(), switched),
             (agent.clone().upcast(), retitled),
         ]);
         self.set_sticky(true);
@@ -180,7 +182,7 @@ impl ConversationView {
     }
 
     fn update_page(&self) {
-        let n = self.agent().map_or(0, |a| a.messages().n_items());
+        let n = self.agent().map_or(0, |a| a.conversation().messages().n_items());
         self.imp()
             .stack
             .set_visible_child_name(if n == 0 { "empty" } else { "messages" });
@@ -204,10 +206,10 @@ impl ConversationView {
                 // Near the top of a long conversation: its earlier page.
                 if a.value() < a.page_size() && !view.sticky() {
                     if let Some(agent) = view.agent() {
-                        if agent.earlier() > 0 {
+                        if agent.conversation().earlier() > 0 {
                             let agent = agent.clone();
                             glib::idle_add_local_once(move || {
-                                agent.load_earlier(crate::ui::models::EARLIER_PAGE);
+                                agent.conversation().load_earlier(crate::ui::models::EARLIER_PAGE);
                             });
                         }
                     }

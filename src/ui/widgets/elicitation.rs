@@ -305,7 +305,7 @@ pub fn show(
         Rc::new(move |action: &str, content: Option<Value>| {
             answered.replace(true);
             let (window, toasts, answered) = (window.clone(), toasts.clone(), answered.clone());
-            agent.answer_elicitation(&id, action, content, move |r: Result<(), String>| match r {
+            agent.conversation().answer_elicitation(&id, action, content, move |r: Result<(), String>| match r {
                 Ok(()) => window.close(),
                 Err(e) => {
                     answered.replace(false);
@@ -366,7 +366,7 @@ pub fn show(
         #[strong]
         answered,
         move |_| {
-            let pending = pending_agent.elicitations().iter().any(|e| e.id == pending_id);
+            let pending = pending_agent.conversation().elicitations().iter().any(|e| e.id == pending_id);
             if !*answered.borrow() && pending {
                 answer("cancel", None);
             }
@@ -437,7 +437,7 @@ fn show_url(
     dialog.set_close_response("cancel");
     let (agent, id) = (agent.clone(), request.id.clone());
     dialog.connect_response(None, move |dialog, response| {
-        if !agent.elicitations().iter().any(|e| e.id == id) {
+        if !agent.conversation().elicitations().iter().any(|e| e.id == id) {
             return; // settled elsewhere; the window closed this dialog
         }
         let action = match response {
@@ -449,7 +449,7 @@ fn show_url(
             "decline" => "decline",
             _ => "cancel",
         };
-        agent.answer_elicitation(&id, action, None, |_| {});
+        agent.conversation().answer_elicitation(&id, action, None, |_| {});
     });
     dialog.present();
     dialog.upcast()

@@ -147,21 +147,11 @@ pub fn show(parent: &gtk::Window, model: &AppModel, open: OpenItem) -> adw::Wind
         (0..store.n_items()).filter_map(|i| store.item(i).and_downcast::<crate::ui::models::AgentObject>())
     {
         let refill = fill_list.clone();
-        let id = agent.connect_notify_local(None, move |_, p| {
-            if matches!(
-                p.name(),
-                "waiting" | "unseen" | "status" | "needs-sign-in" | "elicitation-count"
-            ) {
-                refill();
-            }
-        });
-        handlers.push((agent, id));
+        handlers.extend(agent.connect_attention_changed(move |_| refill()));
     }
     let handlers = std::cell::RefCell::new(handlers);
     window.connect_close_request(move |_| {
-        for (agent, id) in handlers.take() {
-            agent.disconnect(id);
-        }
+        crate::ui::models::disconnect_all(handlers.take());
         glib::Propagation::Proceed
     });
     window.present();

@@ -11,7 +11,7 @@ use gtk::{glib, pango};
 
 use crate::core::types::options::{Choice, OptionValue, SessionOption, CATEGORIES};
 use crate::i18n::{gettext, gettext_f};
-use crate::ui::models::AgentObject;
+use crate::ui::models::SessionControls;
 
 fn category_icon(category: &str) -> &'static str {
     match category {
@@ -47,8 +47,8 @@ fn shape(options: &[SessionOption]) -> String {
 /// only values changed, the pickers are updated where they are: a picker
 /// whose popover just closed is never destroyed under it. `kept` holds the
 /// shape last built.
-pub fn rebuild(box_: &gtk::FlowBox, agent: Option<&AgentObject>, kept: &RefCell<String>) {
-    let mut options = agent.map(AgentObject::options).unwrap_or_default();
+pub fn rebuild(box_: &gtk::FlowBox, session: Option<&SessionControls>, kept: &RefCell<String>) {
+    let mut options = session.map(SessionControls::options).unwrap_or_default();
     options.sort_by_key(|o| {
         CATEGORIES
             .iter()
@@ -56,7 +56,7 @@ pub fn rebuild(box_: &gtk::FlowBox, agent: Option<&AgentObject>, kept: &RefCell<
             .unwrap_or(CATEGORIES.len())
     });
     let shape = shape(&options);
-    if agent.is_some() && !options.is_empty() && *kept.borrow() == shape {
+    if session.is_some() && !options.is_empty() && *kept.borrow() == shape {
         for option in &options {
             update(box_, option);
         }
@@ -67,7 +67,7 @@ pub fn rebuild(box_: &gtk::FlowBox, agent: Option<&AgentObject>, kept: &RefCell<
         box_.remove(&child);
     }
     box_.set_visible(!options.is_empty());
-    let Some(agent) = agent else { return };
+    let Some(agent) = session else { return };
     for option in options {
         let widget = match &option.value {
             OptionValue::Select { current, choices } => select_picker(agent, &option, current, choices),
@@ -174,8 +174,8 @@ fn describe(option: &SessionOption, current: &str) -> (String, String) {
 
 /// Asks the agent for a new value. The picker waits, insensitive, for the
 /// answer; a refusal is a toast in the agent's words (the pickers then
-/// show the old value again, see `AgentObject::set_option`).
-fn change(agent: &AgentObject, button: &impl IsA<gtk::Widget>, id: &str, value: serde_json::Value) {
+/// show the old value again, see `SessionControls::set_option`).
+fn change(agent: &SessionControls, button: &impl IsA<gtk::Widget>, id: &str, value: serde_json::Value) {
     let button = button.as_ref().clone();
     button.set_sensitive(false);
     agent.set_option(
@@ -195,7 +195,7 @@ fn change(agent: &AgentObject, button: &impl IsA<gtk::Widget>, id: &str, value: 
 }
 
 fn select_picker(
-    agent: &AgentObject,
+    agent: &SessionControls,
     option: &SessionOption,
     current: &str,
     choices: &[Choice],
@@ -345,7 +345,7 @@ fn choice_label(choice: &Choice, selected: bool) -> String {
     label
 }
 
-fn boolean_picker(agent: &AgentObject, option: &SessionOption, current: bool) -> gtk::Widget {
+fn boolean_picker(agent: &SessionControls, option: &SessionOption, current: bool) -> gtk::Widget {
     let state = if current { gettext("on") } else { gettext("off") };
     let (label, tip) = describe(option, &state);
     let button = gtk::ToggleButton::builder()

@@ -41,7 +41,7 @@ mod imp {
                 list.disconnect(id);
             }
             if let Some(a) = &agent {
-                let list = a.permissions();
+                let list = a.conversation().permissions();
                 let id = list.connect_items_changed(glib::clone!(
                     #[weak(rename_to = banner)]
                     self.obj(),
@@ -89,7 +89,7 @@ glib::wrapper! {
 impl PermissionBanner {
     /// The request shown, if any.
     pub fn request(&self) -> Option<PermissionObject> {
-        self.agent()?.permissions().item(0).and_downcast()
+        self.agent()?.conversation().permissions().item(0).and_downcast()
     }
 
     pub fn is_shown(&self) -> bool {
@@ -234,10 +234,10 @@ impl PermissionBanner {
         let Some(agent) = self.agent() else { return };
         // An "always" answer lasts as long as the agent's process: the
         // window offers to keep it as a rule.
-        let always = (0..agent.permissions().n_items())
+        let always = (0..agent.conversation().permissions().n_items())
             .filter_map(|i| {
                 agent
-                    .permissions()
+                    .conversation().permissions()
                     .item(i)
                     .and_downcast::<crate::ui::models::PermissionObject>()
             })
@@ -273,7 +273,7 @@ impl PermissionBanner {
         if let Some(offer) = always {
             let _ = self.activate_action("win.offer-permission-rule", Some(&offer.to_string().to_variant()));
         }
-        agent.answer_permission(
+        agent.conversation().answer_permission(
             id,
             option_id,
             glib::clone!(

@@ -72,7 +72,7 @@ mod imp {
             let obj = self.obj();
             if let Some(agent) = agent {
                 let page = obj.downgrade();
-                let id = agent.connect_auth_changed(move |_| {
+                let id = agent.sign_in().connect_auth_changed(move |_| {
                     if let Some(page) = page.upgrade() {
                         page.refresh();
                     }
@@ -80,7 +80,7 @@ mod imp {
                 self.handlers.borrow_mut().push(id);
                 // "Your message waits" once the refused turn has ended.
                 let page = obj.downgrade();
-                let id = agent.connect_answering_notify(move |_| {
+                let id = agent.conversation().connect_answering_notify(move |_| {
                     if let Some(page) = page.upgrade().filter(|p| p.active()) {
                         page.refresh();
                     }
@@ -127,8 +127,8 @@ impl SignInPage {
         self.refresh();
         // The methods come with the agent's `initialize`: start it to learn them.
         if let Some(agent) = self.agent() {
-            if agent.auth().is_none_or(|s| s.methods.is_empty()) {
-                agent.load_auth_methods(glib::clone!(
+            if agent.sign_in().status().is_none_or(|s| s.methods.is_empty()) {
+                agent.sign_in().load_auth_methods(glib::clone!(
                     #[weak(rename_to = page)]
                     self,
                     move |r: Result<(), String>| {
@@ -181,7 +181,7 @@ impl SignInPage {
             adw::prelude::BinExt::set_child(self, None::<&gtk::Widget>);
             return;
         };
-        let status = agent.auth();
+        let status = agent.sign_in().status();
         let needed = status.as_ref().is_some_and(|s| s.needs_sign_in);
         let message = status.as_ref().and_then(|s| s.message.clone());
         let signing = status.as_ref().and_then(|s| s.signing_in.clone());
@@ -249,7 +249,7 @@ impl SignInPage {
             label.add_css_class("dim-label");
             body.append(&label);
         }
-        let waiting = agent.loaded_messages().is_some_and(|store| {
+        let waiting = agent.conversation().loaded_messages().is_some_and(|store| {
             (0..store.n_items()).any(|i| {
                 store
                     .item(i)
@@ -257,7 +257,7 @@ impl SignInPage {
                     .is_some_and(|m| m.with(|m| m.queued).unwrap_or(false))
             })
         });
-        if needed && waiting && !agent.answering() {
+        if needed && waiting && !agent.conversation().answering() {
             let note = gtk::Label::new(Some(&gettext(
                 "Your message waits and is sent once you are signed in.",
             )));
@@ -485,7 +485,7 @@ impl SignInPage {
         cancel.connect_clicked(glib::clone!(
             #[weak]
             agent,
-            move |_| agent.cancel_sign_in()
+            move |_| agent.sign_in().cancel_sign_in()
         ));
         row.append(&cancel);
         self.imp().buttons.borrow_mut().push(("cancel".into(), cancel));
@@ -538,7 +538,7 @@ impl SignInPage {
 
     fn sign_in(&self, agent: &AgentObject, method: &str, values: Vec<(String, Secret)>) {
         let title = agent.title();
-        agent.sign_in(
+        agent.sign_in().sign_in(
             method,
             values,
             glib::clone!(
@@ -560,7 +560,7 @@ impl SignInPage {
     }
 
     fn forget_keys(&self, agent: &AgentObject) {
-        agent.forget_keys(glib::clone!(
+        agent.sign_in().forget_keys(glib::clone!(
             #[weak(rename_to = page)]
             self,
             move |r: Result<(), String>| match r {
@@ -571,7 +571,7 @@ impl SignInPage {
     }
 
     fn open_terminal(&self, agent: &AgentObject, method: &str) {
-        agent.login_terminal(
+        agent.sign_in().login_terminal(
             method,
             glib::clone!(
                 #[weak(rename_to = page)]
@@ -607,7 +607,7 @@ impl SignInPage {
                         }
                     }
                     let title = agent.title();
-                    agent.watch_login(
+                    agent.sign_in().watch_login(
                         login,
                         rx,
                         glib::clone!(

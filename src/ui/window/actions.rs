@@ -39,7 +39,7 @@ impl ParleyWindow {
         self.agent_action("agent-logs", |w, a| crate::ui::widgets::logs::show(w, &a));
         self.agent_action("agent-sign-in", |w, a| w.show_sign_in(&a));
         self.agent_action("agent-sign-out", |w, a| {
-            a.logout(glib::clone!(
+            a.sign_in().logout(glib::clone!(
                 #[weak]
                 w,
                 move |r: Result<(), String>| {
@@ -50,7 +50,7 @@ impl ParleyWindow {
             ))
         });
         self.agent_action("agent-forget-keys", |w, a| {
-            a.forget_keys(glib::clone!(
+            a.sign_in().forget_keys(glib::clone!(
                 #[weak]
                 w,
                 move |r: Result<(), String>| match r {

@@ -101,36 +101,38 @@ impl ParleyWindow {
     }
 
     fn watch_attention(&self, agent: &AgentObject) {
-        agent.connect_local(
+        agent.conversation().connect_local(
             "turn-ended",
             false,
             glib::clone!(
                 #[weak(rename_to = win)]
                 self,
+                #[weak]
+                agent,
                 #[upgrade_or]
                 None,
-                move |args| {
-                    let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+                move |_| {
                     let looking = win.is_active() && win.selected_agent().as_deref() == Some(&agent.name());
                     if looking {
                         win.seen(&agent);
                     } else {
-                        agent.set_unseen(true);
+                        agent.conversation().set_unseen(true);
                     }
                     None
                 }
             ),
         );
-        agent.connect_local(
+        agent.conversation().connect_local(
             "elicitation-requested",
             false,
             glib::clone!(
                 #[weak(rename_to = win)]
                 self,
+                #[weak]
+                agent,
                 #[upgrade_or]
                 None,
-                move |args| {
-                    let agent = args.first().and_then(|v| v.get::<AgentObject>().ok())?;
+                move |_| {
                     if win.selected_agent().as_deref() == Some(&agent.name()) {
                         win.open_elicitation(&agent, None);
                     }
@@ -138,24 +140,20 @@ impl ParleyWindow {
                 }
             ),
         );
-        agent.connect_notify_local(
-            None,
-            glib::clone!(
-                #[weak(rename_to = win)]
-                self,
-                move |agent, p| {
-                    if matches!(
-                        p.name(),
-                        "waiting" | "unseen" | "status" | "needs-sign-in" | "elicitation-count"
-                    ) {
-                        win.update_inbox_count();
-                    }
-                    if p.name() == "elicitation-count" {
-                        win.close_settled_elicitation(agent);
-                    }
-                }
-            ),
-        );
+        // (Connected for the agent's life: the window outlives none of
+        // its agents' changes it must count.)
+        let _ = agent.connect_attention_changed(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_| win.update_inbox_count()
+        ));
+        agent.conversation().connect_elicitation_count_notify(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            #[weak]
+            agent,
+            move |_| win.close_settled_elicitation(&agent)
+        ));
     }
 
     /// The user sees the agent's conversation: its last answer is seen.
@@ -165,8 +163,8 @@ impl ParleyWindow {
         }
         // The core first: an open inbox reads it when the flag changes.
         self.core().chat.mark_seen(&agent.name());
-        agent.set_unseen(false);
-        if !agent.elicitations().is_empty() {
+        agent.conversation().set_unseen(false);
+        if !agent.conversation().elicitations().is_empty() {
             self.open_elicitation(agent, None);
         }
     }
@@ -239,7 +237,7 @@ impl ParleyWindow {
                 self.select_agent(&item.agent);
                 self.open_elicitation(&agent, item.id.as_deref());
             }
-            (_, Some(message)) => self.open_message(&item.agent, &agent.conversation_id(), message),
+            (_, Some(message)) => self.open_message(&item.agent, &agent.conversation().conversation_id(), message),
             _ => self.select_agent(&item.agent),
         }
         if self.imp().leaflet.is_folded() {
@@ -249,7 +247,7 @@ impl ParleyWindow {
 
     /// Shows the agent's waiting elicitation (`id`, or its oldest), once.
     pub fn open_elicitation(&self, agent: &AgentObject, id: Option<&str>) {
-        let requests = agent.elicitations();
+        let requests = agent.conversation().elicitations();
         // On its own, a dialog opens once per elicitation: one the user
         // answered (its answer on its way) is not shown again.
         let shown = self.imp().elicitations_shown.borrow().clone();
@@ -283,7 +281,7 @@ impl ParleyWindow {
             .borrow()
             .as_ref()
             .and_then(|(name, id, window)| {
-                let settled = *name == agent.name() && agent.elicitations().iter().all(|e| e.id != *id);
+                let settled = *name == agent.name() && agent.conversation().elicitations().iter().all(|e| e.id != *id);
                 (settled && window.is_visible()).then(|| window.clone())
             });
         if let Some(window) = settled {
@@ -304,7 +302,7 @@ impl ParleyWindow {
     /// The banner of a turn with no word from the agent for a while.
     pub(super) fn update_stalled(&self, agent: &AgentObject) {
         let imp = self.imp();
-        let stalled = agent.stalled() && agent.answering();
+        let stalled = agent.conversation().stalled() && agent.conversation().answering();
         imp.stalled_label.set_label(&gettext_f(
             "{agent} is not responding: nothing has come for a while. Cancel the turn, or restart the agent.",
             &[("agent", &agent.title())],

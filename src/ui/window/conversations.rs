@@ -45,7 +45,7 @@ impl ParleyWindow {
         what: ConversationAction,
         then: impl FnOnce(&ParleyWindow) + 'static,
     ) {
-        agent.conversation_action(
+        agent.conversation().conversation_action(
             what,
             glib::clone!(
                 #[weak(rename_to = win)]
@@ -151,7 +151,7 @@ impl ParleyWindow {
     /// The banner of a conversation that cannot go on; the composer rests.
     pub(super) fn update_read_only(&self, agent: &AgentObject) {
         let imp = self.imp();
-        let why = agent.read_only();
+        let why = agent.conversation().read_only();
         imp.read_only_label.set_label(&why);
         imp.read_only_revealer.set_reveal_child(!why.is_empty());
         imp.composer.set_sensitive(why.is_empty());
@@ -234,7 +234,7 @@ impl ParleyWindow {
         let Some(agent) = self.selected_object() else {
             return;
         };
-        let markdown = match agent.export() {
+        let markdown = match agent.conversation().export() {
             Ok(m) => m,
             Err(e) => return self.toast(&e),
         };
@@ -245,7 +245,7 @@ impl ParleyWindow {
             Some(&gettext("_Export")),
             Some(&gettext("_Cancel")),
         );
-        let title = agent.session_title();
+        let title = agent.session().session_title();
         let name = if title.is_empty() { agent.title() } else { title };
         let safe: String = name
             .chars()
@@ -304,13 +304,13 @@ impl ParleyWindow {
             return;
         };
         let message = message.to_owned();
-        let current = agent.conversation_id() == conversation;
+        let current = agent.conversation().conversation_id() == conversation;
         let scroll = move |win: &ParleyWindow| {
             let Some(agent) = win.selected_object() else {
                 return;
             };
             // The switch's event may come after this answer: read it now.
-            agent.apply_switched(Some(&agent.conversation_id()), None);
+            agent.conversation().apply_switched(Some(&agent.conversation().conversation_id()), None);
             let message = message.clone();
             glib::timeout_add_local_once(
                 std::time::Duration::from_millis(150),
@@ -319,7 +319,7 @@ impl ParleyWindow {
                     win,
                     move || {
                         if let Some(agent) = win.selected_object() {
-                            agent.ensure_loaded(&message);
+                            agent.conversation().ensure_loaded(&message);
                         }
                         win.imp().conversation_view.scroll_to_message(&message);
                     }
@@ -339,7 +339,7 @@ impl ParleyWindow {
         let imp = self.imp();
         let query = imp.find_entry.text().to_lowercase();
         let matches = match (query.trim().is_empty(), self.selected_object()) {
-            (false, Some(agent)) => agent.find(&query),
+            (false, Some(agent)) => agent.conversation().find(&query),
             _ => Vec::new(),
         };
         let last = matches.len().saturating_sub(1);
@@ -374,7 +374,7 @@ impl ParleyWindow {
         imp.find_count.set_label(&label);
         crate::ui::a11y::set_description(&*imp.find_entry, &label);
         if let (Some(id), Some(agent)) = (id, self.selected_object()) {
-            agent.ensure_loaded(&id);
+            agent.conversation().ensure_loaded(&id);
             imp.conversation_view.scroll_to_message(&id);
         }
         // Told when the user moves, or when nothing matches.

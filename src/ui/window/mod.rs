@@ -101,7 +101,7 @@ pub mod imp {
         /// The selection is being moved with the keyboard in the list.
         pub keyboard_selection: std::cell::Cell<bool>,
         /// The selected agent's handlers (header, announcements).
-        pub agent_handlers: RefCell<Vec<(AgentObject, glib::SignalHandlerId)>>,
+        pub agent_handlers: RefCell<crate::ui::models::Handlers>,
         pub settings: OnceCell<Option<gio::Settings>>,
         /// The configuration editor, while it is open.
         pub editor: RefCell<std::rc::Weak<crate::ui::widgets::config_editor::Editor>>,
@@ -134,9 +134,7 @@ pub mod imp {
         fn dispose(&self) {
             // The agents outlive a closed window (--new-window): its views
             // let go of them.
-            for (agent, id) in self.agent_handlers.take() {
-                agent.disconnect(id);
-            }
+            crate::ui::models::disconnect_all(self.agent_handlers.take());
             self.conversation_view.set_agent(None::<&AgentObject>);
             self.conversation_list.set_agent(None);
             self.sign_in_page.set_agent(None::<&AgentObject>);
@@ -400,9 +398,7 @@ impl ParleyWindow {
     pub(super) fn show_agent(&self, name: Option<&str>) {
         let imp = self.imp();
         imp.selected.replace(name.map(str::to_owned));
-        for (agent, id) in imp.agent_handlers.take() {
-            agent.disconnect(id);
-        }
+        crate::ui::models::disconnect_all(imp.agent_handlers.take());
         let agent = name.and_then(|n| self.agent(n));
         imp.conversation_view.set_agent(agent.as_ref());
         imp.conversation_list.set_agent(agent.as_ref());
@@ -418,19 +414,15 @@ impl ParleyWindow {
             imp.context_meter.set_visible(false);
             return;
         };
-        let id = agent.connect_notify_local(
-            None,
-            glib::clone!(
-                #[weak(rename_to = win)]
-                self,
-                move |agent, _| {
-                    win.update_header(agent);
-                    win.update_read_only(agent);
-                    win.update_stalled(agent);
-                }
-            ),
-        );
-        let mut handlers = vec![(agent.clone(), id)];
+        let mut handlers = agent.connect_any_notify(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |agent| {
+                win.update_header(agent);
+                win.update_read_only(agent);
+                win.update_stalled(agent);
+            }
+        ));
         handlers.extend(crate::ui::announcer::watch(
             &agent,
             &imp.permission_banner,
@@ -469,7 +461,7 @@ impl ParleyWindow {
     /// session's own title (from the agent) comes first where there is one.
     pub(super) fn update_header(&self, agent: &AgentObject) {
         let imp = self.imp();
-        let session_title = agent.session_title();
+        let session_title = agent.session().session_title();
         if session_title.is_empty() {
             imp.conversation_title.set_title(&agent.title());
             imp.conversation_title.set_subtitle(&agent.shown_as());
@@ -478,7 +470,7 @@ impl ParleyWindow {
             imp.conversation_title
                 .set_subtitle(&format!("{} · {}", agent.title(), agent.shown_as()));
         }
-        let (used, size, cost) = (agent.usage_used(), agent.usage_size(), agent.cost());
+        let (used, size, cost) = (agent.session().usage_used(), agent.session().usage_size(), agent.session().cost());
         // A compact "Context 42 %" that folds away with the sidebar at phone width.
         imp.context_meter
             .set_visible((size > 0 || !cost.is_empty()) && !imp.leaflet.is_folded());
