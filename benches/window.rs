@@ -183,7 +183,9 @@ fn window_time(app: &adw::Application, n: usize) -> (Duration, Duration, Vec<Dur
             .and_downcast::<parley::ui::models::MessageObject>()
             .map(|m| m.text_len())
             .unwrap_or(0);
-        len >= expected && w.agent("demo").is_some_and(|a| !a.conversation().answering()) && w.last_row_shown()
+        len >= expected
+            && w.agent("demo").is_some_and(|a| !a.conversation().answering())
+            && w.last_row_shown()
     });
     let painted_at = frames.borrow().len();
     spin_until(Duration::from_secs(30), || frames.borrow().len() > painted_at);
@@ -884,7 +886,11 @@ fn long_figure(app: &adw::Application) {
     let win = shown_window(app, &core, rx);
     win.select_agent("demo");
     spin_until(Duration::from_millis(500), || false);
-    let store = win.agent("demo").expect("the demo agent").conversation().messages();
+    let store = win
+        .agent("demo")
+        .expect("the demo agent")
+        .conversation()
+        .messages();
     let base = rss_kb();
     let mut memory = Vec::new();
     // The heap the messages themselves take, the heap they take once in
@@ -1645,8 +1651,9 @@ fn open_figure(app: &adw::Application) {
     // The window holds the last page; the rest loads as it scrolls up.
     spin_until(Duration::from_secs(30), || {
         w.agent("demo").is_some_and(|a| {
-            a.conversation().loaded_messages()
-                .is_some_and(|s| s.n_items() as usize + a.conversation().earlier() == 10_000 && s.n_items() > 0)
+            a.conversation().loaded_messages().is_some_and(|s| {
+                s.n_items() as usize + a.conversation().earlier() == 10_000 && s.n_items() > 0
+            })
         })
     });
     let in_model = t.elapsed();

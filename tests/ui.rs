@@ -687,11 +687,15 @@ fn a_long_stream_is_followed_to_its_end(app: &adw::Application) -> Result<(), St
 /// The demo agent's flood of `n` chunks of 40 bytes is all in its last
 /// message, and the turn is over.
 fn whole_flood_in_model(f: &Fixture, n: usize) -> bool {
-    let store = f.win.agent("demo").and_then(|a| a.conversation().loaded_messages());
+    let store = f
+        .win
+        .agent("demo")
+        .and_then(|a| a.conversation().loaded_messages());
     let last = store
         .and_then(|s| s.item(s.n_items().saturating_sub(1)))
         .and_downcast::<parley::ui::models::MessageObject>();
-    last.is_some_and(|m| m.text_len() >= n * 40) && f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
+    last.is_some_and(|m| m.text_len() >= n * 40)
+        && f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
 }
 
 /// While a window shows the model, events are applied in its frames; a
@@ -1909,7 +1913,10 @@ fn conversations_list_search_and_find(app: &adw::Application) -> Result<(), Stri
             .iter()
             .any(|t| t.contains("quick brown fox"))
     })?;
-    if f.win.agent("demo").is_some_and(|a| !a.conversation().read_only().is_empty()) {
+    if f.win
+        .agent("demo")
+        .is_some_and(|a| !a.conversation().read_only().is_empty())
+    {
         return Err("a session still open in the agent was not taken up".into());
     }
     // Once the agent restarted, an older conversation cannot go on.
@@ -2042,7 +2049,9 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
     entry.set_text("Ada");
     submit.emit_clicked();
     spin_until("the form answered", Duration::from_secs(10), || {
-        f.win.agent("beta").is_some_and(|a| a.conversation().elicitation_count() == 0)
+        f.win
+            .agent("beta")
+            .is_some_and(|a| a.conversation().elicitation_count() == 0)
             && f.win.elicitation_dialog().is_none()
     })?;
     drop(form);

@@ -61,41 +61,49 @@ fn listen(agent: &AgentObject, app: &glib::WeakRef<gtk::Application>, core: &Cor
     });
     let (a, c) = (app.clone(), core.clone());
     let weak = agent.downgrade();
-    agent.conversation().connect_local("elicitation-requested", false, move |args| {
-        let agent = weak.upgrade()?;
-        let id = args.get(1).and_then(|v| v.get::<String>().ok())?;
-        let request = agent.conversation().elicitations().into_iter().find(|e| e.id == id)?;
-        notify_with(
-            &a.upgrade()?,
-            &c,
-            Notice {
-                event: "elicitation-requested",
-                agent: &agent.name(),
-                title: &agent.title(),
-                body: &request.message,
-                permission: None,
-                elicitation: Some(&request),
-            },
-        );
-        None
-    });
+    agent
+        .conversation()
+        .connect_local("elicitation-requested", false, move |args| {
+            let agent = weak.upgrade()?;
+            let id = args.get(1).and_then(|v| v.get::<String>().ok())?;
+            let request = agent
+                .conversation()
+                .elicitations()
+                .into_iter()
+                .find(|e| e.id == id)?;
+            notify_with(
+                &a.upgrade()?,
+                &c,
+                Notice {
+                    event: "elicitation-requested",
+                    agent: &agent.name(),
+                    title: &agent.title(),
+                    body: &request.message,
+                    permission: None,
+                    elicitation: Some(&request),
+                },
+            );
+            None
+        });
     let (a, c) = (app.clone(), core.clone());
     let weak = agent.downgrade();
-    agent.conversation().connect_local("permission-requested", false, move |args| {
-        let agent = weak.upgrade()?;
-        let p = args.get(1).and_then(|v| v.get::<PermissionObject>().ok())?;
-        let request = p.request();
-        notify(
-            &a.upgrade()?,
-            &c,
-            "permission-requested",
-            &agent.name(),
-            &agent.title(),
-            &request.tool_call.title,
-            Some(request),
-        );
-        None
-    });
+    agent
+        .conversation()
+        .connect_local("permission-requested", false, move |args| {
+            let agent = weak.upgrade()?;
+            let p = args.get(1).and_then(|v| v.get::<PermissionObject>().ok())?;
+            let request = p.request();
+            notify(
+                &a.upgrade()?,
+                &c,
+                "permission-requested",
+                &agent.name(),
+                &agent.title(),
+                &request.tool_call.title,
+                Some(request),
+            );
+            None
+        });
 }
 
 struct Notice<'a> {

@@ -464,7 +464,11 @@ impl AgentService {
             .iter()
             .filter(|e| !e.removed)
             .map(|e| AgentInfo {
-                update_available: updates.as_ref().and_then(|newer| newer(&e.def)),
+                // The configured definition: a running agent's new one
+                // waits for its restart, but its version is the file's.
+                update_available: updates
+                    .as_ref()
+                    .and_then(|newer| newer(e.next_def.as_ref().unwrap_or(&e.def))),
                 ..e.info()
             })
             .collect()

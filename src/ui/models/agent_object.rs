@@ -12,10 +12,10 @@
 
 use std::cell::{Cell, OnceCell, RefCell};
 
+use gtk::glib;
 use gtk::glib::prelude::*;
 use gtk::glib::subclass::prelude::*;
 use gtk::prelude::*;
-use gtk::glib;
 
 use super::props::set_string;
 use super::{AgentState, AgentStatus, ConversationObject, Lifecycle, SessionControls, SignIn};

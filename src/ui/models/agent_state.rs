@@ -86,7 +86,10 @@ impl AgentState {
     pub fn connect_failed<F: Fn(&Self, &str) + 'static>(&self, f: F) -> glib::SignalHandlerId {
         self.connect_local("failed", false, move |args| {
             let this = args.first().and_then(|a| a.get::<Self>().ok());
-            let why = args.get(1).and_then(|a| a.get::<String>().ok()).unwrap_or_default();
+            let why = args
+                .get(1)
+                .and_then(|a| a.get::<String>().ok())
+                .unwrap_or_default();
             if let Some(this) = this {
                 f(&this, &why);
             }

@@ -355,7 +355,8 @@ impl AppModel {
                 Event::ConversationSwitched(c) => {
                     last_delta = None;
                     if let Some(a) = self.agent(&c.agent) {
-                        a.conversation().apply_switched(c.conversation.as_deref(), c.reason.as_deref());
+                        a.conversation()
+                            .apply_switched(c.conversation.as_deref(), c.reason.as_deref());
                         touched(&a, &mut changed);
                     }
                 }

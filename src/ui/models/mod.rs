@@ -23,9 +23,9 @@ mod sign_in;
 
 pub use agent_object::{disconnect_all, AgentObject, Handlers};
 pub use agent_state::AgentState;
-pub use conversation::{ConversationAction, ConversationObject, EARLIER_PAGE, MESSAGE_PAGE};
 pub use agent_status::{AgentStatus, Lifecycle};
 pub use app_model::AppModel;
+pub use conversation::{ConversationAction, ConversationObject, EARLIER_PAGE, MESSAGE_PAGE};
 pub use conversation_rows::ConversationRows;
 pub use message_object::MessageObject;
 pub use permission_object::PermissionObject;

@@ -168,7 +168,8 @@ impl AgentRow {
             (false, true) => String::new(),
         };
         self.set_tooltip_text((!tooltip.is_empty()).then_some(tooltip.as_str()));
-        imp.attention.set_visible(failed || agent.conversation().waiting());
+        imp.attention
+            .set_visible(failed || agent.conversation().waiting());
         imp.attention.set_tooltip_text(Some(&if failed {
             gettext("The agent failed")
         } else {

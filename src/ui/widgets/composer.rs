@@ -82,7 +82,8 @@ mod imp {
                 // before the first message.
                 let session = a.session().clone();
                 let status = a.state().connect_status_notify(move |state| {
-                    if state.status() == crate::ui::models::AgentStatus::Ready && session.options().is_empty() {
+                    if state.status() == crate::ui::models::AgentStatus::Ready && session.options().is_empty()
+                    {
                         session.prepare();
                     }
                 });
@@ -91,13 +92,19 @@ mod imp {
                     (a.session().clone().upcast(), options),
                     (a.state().clone().upcast(), status),
                 ]);
-                if a.state().status() == crate::ui::models::AgentStatus::Ready && a.session().options().is_empty() {
+                if a.state().status() == crate::ui::models::AgentStatus::Ready
+                    && a.session().options().is_empty()
+                {
                     a.session().prepare();
                 }
             }
             // Another agent's pickers are built anew.
             self.picker_shape.replace(String::new());
-            option_pickers::rebuild(&self.options, agent.as_ref().map(AgentObject::session), &self.picker_shape);
+            option_pickers::rebuild(
+                &self.options,
+                agent.as_ref().map(AgentObject::session),
+                &self.picker_shape,
+            );
             self.agent.replace(agent);
             obj.update();
         }

@@ -305,14 +305,19 @@ pub fn show(
         Rc::new(move |action: &str, content: Option<Value>| {
             answered.replace(true);
             let (window, toasts, answered) = (window.clone(), toasts.clone(), answered.clone());
-            agent.conversation().answer_elicitation(&id, action, content, move |r: Result<(), String>| match r {
-                Ok(()) => window.close(),
-                Err(e) => {
-                    answered.replace(false);
-                    toasts.add_toast(adw::Toast::new(&crate::ui::markdown::escape(&e)));
-                    crate::ui::a11y::announce(&window, &e, crate::ui::a11y::Priority::Medium);
-                }
-            });
+            agent.conversation().answer_elicitation(
+                &id,
+                action,
+                content,
+                move |r: Result<(), String>| match r {
+                    Ok(()) => window.close(),
+                    Err(e) => {
+                        answered.replace(false);
+                        toasts.add_toast(adw::Toast::new(&crate::ui::markdown::escape(&e)));
+                        crate::ui::a11y::announce(&window, &e, crate::ui::a11y::Priority::Medium);
+                    }
+                },
+            );
         })
     };
     submit.connect_clicked(glib::clone!(
@@ -366,7 +371,11 @@ pub fn show(
         #[strong]
         answered,
         move |_| {
-            let pending = pending_agent.conversation().elicitations().iter().any(|e| e.id == pending_id);
+            let pending = pending_agent
+                .conversation()
+                .elicitations()
+                .iter()
+                .any(|e| e.id == pending_id);
             if !*answered.borrow() && pending {
                 answer("cancel", None);
             }

@@ -237,7 +237,8 @@ impl PermissionBanner {
         let always = (0..agent.conversation().permissions().n_items())
             .filter_map(|i| {
                 agent
-                    .conversation().permissions()
+                    .conversation()
+                    .permissions()
                     .item(i)
                     .and_downcast::<crate::ui::models::PermissionObject>()
             })

@@ -52,7 +52,7 @@ mod imp {
         pub dismissed: RefCell<Option<Option<String>>>,
         /// The page shows the terminal now.
         pub showing_terminal: Cell<bool>,
-        pub handlers: RefCell<Vec<glib::SignalHandlerId>>,
+        pub handlers: RefCell<crate::ui::models::Handlers>,
         pub login: RefCell<Option<Login>>,
         /// The buttons of the methods (in their order) and the key entries.
         pub buttons: RefCell<Vec<(String, gtk::Button)>>,
@@ -61,11 +61,7 @@ mod imp {
 
     impl SignInPage {
         fn set_agent(&self, agent: Option<AgentObject>) {
-            if let Some(old) = self.agent.borrow().as_ref() {
-                for id in self.handlers.take() {
-                    old.disconnect(id);
-                }
-            }
+            crate::ui::models::disconnect_all(self.handlers.take());
             self.requested.set(false);
             self.dismissed.replace(None);
             self.agent.replace(agent.clone());
@@ -77,7 +73,9 @@ mod imp {
                         page.refresh();
                     }
                 });
-                self.handlers.borrow_mut().push(id);
+                self.handlers
+                    .borrow_mut()
+                    .push((agent.sign_in().clone().upcast(), id));
                 // "Your message waits" once the refused turn has ended.
                 let page = obj.downgrade();
                 let id = agent.conversation().connect_answering_notify(move |_| {
@@ -85,7 +83,9 @@ mod imp {
                         page.refresh();
                     }
                 });
-                self.handlers.borrow_mut().push(id);
+                self.handlers
+                    .borrow_mut()
+                    .push((agent.conversation().clone().upcast(), id));
             }
             obj.refresh();
         }

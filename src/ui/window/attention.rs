@@ -147,13 +147,15 @@ impl ParleyWindow {
             self,
             move |_| win.update_inbox_count()
         ));
-        agent.conversation().connect_elicitation_count_notify(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            #[weak]
-            agent,
-            move |_| win.close_settled_elicitation(&agent)
-        ));
+        agent
+            .conversation()
+            .connect_elicitation_count_notify(glib::clone!(
+                #[weak(rename_to = win)]
+                self,
+                #[weak]
+                agent,
+                move |_| win.close_settled_elicitation(&agent)
+            ));
     }
 
     /// The user sees the agent's conversation: its last answer is seen.
@@ -237,7 +239,9 @@ impl ParleyWindow {
                 self.select_agent(&item.agent);
                 self.open_elicitation(&agent, item.id.as_deref());
             }
-            (_, Some(message)) => self.open_message(&item.agent, &agent.conversation().conversation_id(), message),
+            (_, Some(message)) => {
+                self.open_message(&item.agent, &agent.conversation().conversation_id(), message)
+            }
             _ => self.select_agent(&item.agent),
         }
         if self.imp().leaflet.is_folded() {
@@ -281,7 +285,8 @@ impl ParleyWindow {
             .borrow()
             .as_ref()
             .and_then(|(name, id, window)| {
-                let settled = *name == agent.name() && agent.conversation().elicitations().iter().all(|e| e.id != *id);
+                let settled =
+                    *name == agent.name() && agent.conversation().elicitations().iter().all(|e| e.id != *id);
                 (settled && window.is_visible()).then(|| window.clone())
             });
         if let Some(window) = settled {

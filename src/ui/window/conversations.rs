@@ -310,7 +310,9 @@ impl ParleyWindow {
                 return;
             };
             // The switch's event may come after this answer: read it now.
-            agent.conversation().apply_switched(Some(&agent.conversation().conversation_id()), None);
+            agent
+                .conversation()
+                .apply_switched(Some(&agent.conversation().conversation_id()), None);
             let message = message.clone();
             glib::timeout_add_local_once(
                 std::time::Duration::from_millis(150),

@@ -470,7 +470,11 @@ impl ParleyWindow {
             imp.conversation_title
                 .set_subtitle(&format!("{} · {}", agent.title(), agent.shown_as()));
         }
-        let (used, size, cost) = (agent.session().usage_used(), agent.session().usage_size(), agent.session().cost());
+        let (used, size, cost) = (
+            agent.session().usage_used(),
+            agent.session().usage_size(),
+            agent.session().cost(),
+        );
         // A compact "Context 42 %" that folds away with the sidebar at phone width.
         imp.context_meter
             .set_visible((size > 0 || !cost.is_empty()) && !imp.leaflet.is_folded());
