@@ -21,6 +21,7 @@ pub mod option_pickers;
 pub mod permission_banner;
 pub mod secret_entry;
 pub mod sign_in_page;
+pub mod sign_in_terminal;
 pub mod slash_completion;
 pub mod terminal;
 pub mod text_block;

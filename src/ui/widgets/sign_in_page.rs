@@ -24,15 +24,7 @@ use crate::core::secrets::Secret;
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::AgentObject;
 use crate::ui::widgets::secret_entry::{KeyField, SecretEntry};
-
-/// A sign-in command running on the page.
-pub struct Login {
-    /// The agent it signs in to: the page shows it only for that agent.
-    agent: String,
-    terminal: Terminal,
-    command_line: String,
-    cancel: Option<tokio::sync::oneshot::Sender<()>>,
-}
+use crate::ui::widgets::sign_in_terminal::{self, Login};
 
 mod imp {
     use super::*;
@@ -272,7 +264,16 @@ impl SignInPage {
             .map(|l| (l.terminal.clone(), l.command_line.clone()));
         if let Some((terminal, command_line)) = login_text.filter(|_| running) {
             imp.showing_terminal.set(true);
-            body.append(&self.terminal_box(&terminal, &command_line));
+            let page = self.downgrade();
+            let (view, cancel) = sign_in_terminal::terminal_box(&terminal, &command_line, move || {
+                if let Some(page) = page.upgrade() {
+                    if let Some(login) = page.imp().login.borrow_mut().as_mut() {
+                        login.cancel();
+                    }
+                }
+            });
+            self.imp().buttons.borrow_mut().push(("cancel".into(), cancel));
+            body.append(&view);
         } else if let Some(method) = signing.clone() {
             body.append(&self.progress_box(&agent, status.as_ref(), &method));
         } else if let Some(status) = status.as_ref() {
@@ -490,50 +491,6 @@ impl SignInPage {
         row.append(&cancel);
         self.imp().buttons.borrow_mut().push(("cancel".into(), cancel));
         row.upcast()
-    }
-
-    fn terminal_box(&self, terminal: &Terminal, command_line: &str) -> gtk::Widget {
-        let column = gtk::Box::new(gtk::Orientation::Vertical, 6);
-        let command = gtk::Label::new(Some(command_line));
-        command.add_css_class("monospace");
-        command.add_css_class("dim-label");
-        command.set_wrap(true);
-        command.set_wrap_mode(gtk::pango::WrapMode::Char);
-        command.set_xalign(0.0);
-        command.set_selectable(true);
-        column.append(&command);
-        let widget = terminal.widget();
-        if let Some(parent) = widget.parent() {
-            if let Ok(frame) = parent.downcast::<gtk::Frame>() {
-                frame.set_child(None::<&gtk::Widget>);
-            }
-        }
-        widget.set_size_request(-1, 320);
-        widget.set_hexpand(true);
-        crate::ui::a11y::set_label(widget, &gettext("Sign-in terminal"));
-        let frame = gtk::Frame::new(None);
-        frame.set_child(Some(widget));
-        column.append(&frame);
-        let cancel = crate::ui::a11y::mnemonic_button(&gettext("_Cancel"));
-        cancel.set_halign(gtk::Align::End);
-        cancel.connect_clicked(glib::clone!(
-            #[weak(rename_to = page)]
-            self,
-            move |_| {
-                if let Some(tx) = page
-                    .imp()
-                    .login
-                    .borrow_mut()
-                    .as_mut()
-                    .and_then(|l| l.cancel.take())
-                {
-                    let _ = tx.send(());
-                }
-            }
-        ));
-        column.append(&cancel);
-        self.imp().buttons.borrow_mut().push(("cancel".into(), cancel));
-        column.upcast()
     }
 
     fn sign_in(&self, agent: &AgentObject, method: &str, values: Vec<(String, Secret)>) {
