@@ -2,63 +2,81 @@
 //! side, in one native GNOME window.
 //!
 //! ```text
-//!  config file ──GFileMonitor──▶ ConfigService ─┐
+//!  config file ──GFileMonitor──▶ ConfigService ─┐ hooks (given by Core)
 //!                                               ▼
-//!  widgets ◀─bind── GObject models ◀─ bridge ◀─ events ◀── supervisor (tokio)
+//!  widgets ◀─bind── GObject models ◀─ bridge ◀─ events ◀── AgentService + ChatService (tokio)
 //!     │                                              ▲          │  ▲
-//!     └──────────── AgentService / ChatService ──────┘   stdin/stdout (JSON-RPC)
+//!     └──────────── the services (Core) ─────────────┘   stdin/stdout (JSON-RPC)
 //!                                                           agent processes
+//! ```
+//!
+//! The core's rooms, and who takes whom (one way; `docs/architecture.md`
+//! has the picture, `build-aux/check-cycles.py` keeps it so):
+//!
+//! ```text
+//!  RegistryService ─▶ ConfigService, AgentService
+//!  AuthService ─────▶ AgentService, ChatService
+//!  ChatService ─────▶ AgentService, HistoryService
+//!  AgentService ────▶ TerminalService
+//!  every service ───▶ events ─▶ types
 //! ```
 //!
 //! # Module map
 //!
 //! - [`core`] — no display needed; never imports gtk, adw or sourceview:
-//!   - [`core::acp`]: JSON-RPC over newline-delimited stdio (capped line
-//!     reader, connection, typed calls, the confined `fs/*` capability).
-//!   - [`core::supervisor`]: the lifecycle as one pure function
-//!     ([`core::supervisor::lifecycle`]; every change of state goes through
-//!     it), processes and the stop sequence ([`core::supervisor::process`])
-//!     beneath a guardian ([`core::supervisor::guardian`]), the launch
-//!     doctor ([`core::launch`]), limits and the idle check. Its
-//!     `impl` is split along its seams: start, stop, handler, logs, idle.
-//!   - [`core::chat`]: conversations, the message model, permissions;
-//!     permission rules ([`core::config::rules`]: pure matching, first match
-//!     wins, the agent's own option), elicitation (`chat::elicitation`:
-//!     forms checked against their schema, links), hung turns (the silence
-//!     watch, a Cancel's grace) and the inbox's items.
-//!   - [`core::auth`]: signing in: the methods an agent offers, saved keys
-//!     in the keyring, the sign-in flow (`AuthService`); a terminal
-//!     method's command runs beneath a guardian
-//!     ([`core::supervisor::LoginTerminal`]).
-//!   - [`core::config`]: model, schema and validation with line and column,
-//!     the file (creating, saving atomically, recent files), watching, and
-//!     edits that keep the user's comments ([`core::config::edit`]: a
-//!     top-level key; an item of a top-level list, `agents` or
-//!     `permissions`, appended, its members set, removed).
+//!   - [`core::services`]: [`core::services::Core`] builds the services
+//!     and hands them out; `Core::call` answers `serve`'s calls by name.
+//!   - [`core::supervisor`]: `AgentService`. The lifecycle as one pure
+//!     function ([`core::supervisor::lifecycle`]; every change of state
+//!     goes through it), processes and the stop sequence
+//!     ([`core::supervisor::process`]) beneath a guardian
+//!     ([`core::supervisor::guardian`]), limits and the idle check; its
+//!     `impl` is split along its seams: start, stop, handler, logs, idle,
+//!     sign-in state, login terminals. `TerminalService`
+//!     ([`core::supervisor::terminals`]): the ACP terminal capability.
+//!   - [`core::chat`]: `ChatService`: conversations, turns, permissions,
+//!     elicitation (forms checked against their schema, links), hung turns
+//!     (the silence watch, a Cancel's grace), session options, the inbox;
+//!     its state in `chat::state`, each part an `impl` of its own.
+//!   - [`core::history`]: the SQLite store, and `HistoryService`
+//!     ([`core::history::service`]): the recorder, search, status.
+//!   - [`core::config`]: model, parsing with line and column, schema and
+//!     validation, permission rules ([`core::config::rules`]: pure
+//!     matching, first match wins), the file (creating, saving atomically,
+//!     recent files), watching, edits that keep the user's comments
+//!     ([`core::config::edit`]), and `ConfigService`
+//!     ([`core::config::service`]).
+//!   - [`core::auth`]: `AuthService`: agent methods, keys, terminal
+//!     commands, cancel, sign out.
 //!   - [`core::registry`]: agents from the ACP registry: HTTPS through
 //!     libsoup 3 ([`core::registry::fetch`]), archives unpacked so nothing
-//!     lands outside their directory ([`core::registry::unpack`]), and
-//!     `RegistryService` ([`core::registry::service`]): List, Add, Update,
-//!     Remove, Cancel.
-//!   - [`core::events`]: the spec's events; [`core::services`]: the spec's
-//!     services over one [`core::services::Core`].
-//!   - [`core::channels`]: notification channels of kind `command`, run by
-//!     the window's notifier and by `parley-cli serve`.
+//!     lands outside their directory ([`core::registry::unpack`]), the
+//!     registry as read ([`core::registry::listing`]), installs, and
+//!     `RegistryService` ([`core::registry::service`]).
+//!   - Beneath the services: [`core::events`] (the spec's events and the
+//!     channel), [`core::types`] (what events carry), [`core::acp`]
+//!     (JSON-RPC over newline-delimited stdio, typed calls, the confined
+//!     `fs/*` capability), [`core::launch`] (the launch doctor),
+//!     [`core::secrets`] (saved keys in the keyring), [`core::channels`]
+//!     (notification channels of kind `command`), [`core::files`],
+//!     [`core::links`], [`core::home`], [`core::atomic`].
 //! - [`ui`] — the libadwaita window. Who owns what, and who may call whom:
 //!   - [`ui::application::ParleyApplication`] owns the one
 //!     [`ui::models::AppModel`] (and through it the core) for every window.
 //!   - [`ui::bridge`] drains the events once per frame into
 //!     `AppModel::apply`, which routes each to the
-//!     [`ui::models::AgentObject`] it concerns. An `AgentObject` owns its
-//!     conversation, pending permissions and elicitations, and live log,
-//!     and is the only way widgets act on an agent. Models never touch
-//!     widgets.
-//!   - [`ui::notifier`] and [`ui::theme`] listen to model signals.
-//!   - [`ui::window`] only assembles views; [`ui::widgets`] bind to models
-//!     and report errors through the `win.toast` action; no widget imports
-//!     the window or the application, except the windows of their own
-//!     that open over it (`history_search`, `add_agent`, `inbox`), which
-//!     take it as their parent and call its public methods.
+//!     [`ui::models::AgentObject`] it concerns, or to the terminals' output
+//!     ([`ui::models::TerminalOutputs`]). An agent holds its facets:
+//!     [`ui::models::AgentState`], [`ui::models::SessionControls`],
+//!     [`ui::models::SignIn`] and [`ui::models::ConversationObject`]
+//!     (messages, permissions, elicitations). Models never touch widgets.
+//!   - [`ui::notifier`], [`ui::announcer`] and [`ui::theme`] listen to
+//!     model signals.
+//!   - [`ui::window`] only assembles views; [`ui::widgets`] bind to the
+//!     facet they show and report errors through the `win.toast` action; no
+//!     widget imports the window or the application: the windows that open
+//!     over it (`history_search`, `add_agent`, `inbox`) take a parent
+//!     `gtk::Window`, what they read, and a callback.
 //!   - Add Agent…: the registry's dialog ([`ui::widgets::add_agent`]); an
 //!     agent's Update and Remove Agent… are the window's (`registry.rs`).
 //!   - Attention: the inbox ([`ui::widgets::inbox`], Ctrl+I), elicitation

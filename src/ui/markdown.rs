@@ -50,7 +50,7 @@ fn hidden(c: char) -> bool {
 }
 
 /// `text` as it may be shown in a widget: every control character but line
-/// breaks and tabs, and every character [`hidden`] would make invisible, is
+/// breaks and tabs, and every character `hidden` would make invisible, is
 /// replaced by a visible stand-in: C0 controls by their Unicode control
 /// pictures (NUL is "␀" U+2400, ESC "␛"), DEL by "␡", the others by their
 /// code point, "⟨U+202E⟩". A CR before a line feed is a line ending and is

@@ -1,6 +1,9 @@
-//! Conversations: one per agent, in memory. `ChatService` is built on
-//! [`ChatService`]; session updates arrive through [`AgentClient`] in the order the
-//! agent sent them.
+//! `ChatService`: conversations, one current per agent in memory; session
+//! updates arrive through the agents' `AgentClient` in the order the agent
+//! sent them. The service's state is `state.rs`'s; every other file is one
+//! part of the service (`impl ChatService`): turns, session and options,
+//! permissions, elicitation, the silence watch, sign-in waits, stored
+//! conversations, the inbox, attachments.
 
 mod attachments;
 mod client;

@@ -126,7 +126,7 @@ impl RegistryService {
     }
 
     /// The icons of the registry read last, by id, as files (see
-    /// [`cached_icon`]); entries with none are left out.
+    /// `cached_icon`); entries with none are left out.
     pub async fn icons(&self) -> HashMap<String, PathBuf> {
         let Some(loaded) = self.loaded() else {
             return HashMap::new();

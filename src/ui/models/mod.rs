@@ -1,7 +1,8 @@
 //! GObject models: they own the application's state and apply the core's
 //! events to themselves ([`AppModel::apply`]); widgets bind to them.
 //!
-//! - [`AppModel`]: the core and the agents, for every window.
+//! - [`AppModel`]: the core and the agents, for every window, and the
+//!   ACP terminals' output ([`TerminalOutputs`]).
 //! - [`AgentObject`]: one agent, its log, and its facets: [`AgentState`],
 //!   [`SessionControls`], [`SignIn`] and [`ConversationObject`] (its
 //!   [`MessageObject`]s, shown as [`RowObject`]s, all listed by
@@ -20,6 +21,7 @@ mod row_object;
 pub mod segments;
 mod session_controls;
 mod sign_in;
+mod terminal_outputs;
 
 pub use agent_object::{disconnect_all, AgentObject, Handlers};
 pub use agent_state::AgentState;
@@ -32,3 +34,4 @@ pub use permission_object::PermissionObject;
 pub use row_object::{RowKind, RowObject, Stamp};
 pub use session_controls::SessionControls;
 pub use sign_in::SignIn;
+pub use terminal_outputs::{TerminalOutputs, TerminalView};

@@ -24,6 +24,7 @@ pub mod sign_in_page;
 pub mod sign_in_terminal;
 pub mod slash_completion;
 pub mod terminal;
+pub mod terminal_view;
 pub mod text_block;
 
 pub use agent_row::AgentRow;

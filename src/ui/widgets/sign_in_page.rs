@@ -1,4 +1,4 @@
-//! "Sign in to <agent>": shown in place of the conversation while the agent
+//! "Sign in to AGENT": shown in place of the conversation while the agent
 //! needs a sign-in (or the user asked for it from the agent's menu). It
 //! lists the agent's methods with their names and descriptions:
 //!
