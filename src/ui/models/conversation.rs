@@ -14,7 +14,7 @@ use gtk::glib::subclass::Signal;
 use gtk::prelude::*;
 use gtk::{gio, glib};
 
-use super::props::set_string;
+use super::props::{connect_plain, set_string, AgentRef};
 use super::{ConversationRows, MessageObject, PermissionObject, SessionControls};
 use crate::core::chat::AttachmentInput;
 use crate::core::events::PermissionRequest;
@@ -27,8 +27,7 @@ mod imp {
     #[derive(Default, glib::Properties)]
     #[properties(wrapper_type = super::ConversationObject)]
     pub struct ConversationObject {
-        pub agent: RefCell<String>,
-        pub core: OnceCell<Core>,
+        pub owner: AgentRef,
         /// Where a loaded conversation's title, options and usage go.
         pub session: OnceCell<SessionControls>,
         /// A conversation turn runs.
@@ -103,17 +102,13 @@ glib::wrapper! {
 impl ConversationObject {
     pub(super) fn new(agent: &str, core: &Core, session: &SessionControls) -> Self {
         let o: Self = glib::Object::new();
-        o.imp().agent.replace(agent.to_owned());
-        let _ = o.imp().core.set(core.clone());
+        o.imp().owner.set(agent, core);
         let _ = o.imp().session.set(session.clone());
         o
     }
 
     fn core(&self) -> &Core {
-        self.imp()
-            .core
-            .get()
-            .unwrap_or_else(|| unreachable!("set in new()"))
+        self.imp().owner.core()
     }
 
     fn session(&self) -> &SessionControls {
@@ -125,7 +120,7 @@ impl ConversationObject {
 
     /// The agent's name.
     pub fn agent(&self) -> String {
-        self.imp().agent.borrow().clone()
+        self.imp().owner.name()
     }
 
     /// Takes a `turn:changed` event; the end of a turn emits `turn-ended`.
@@ -151,13 +146,12 @@ impl ConversationObject {
             imp.earlier.set(earlier);
             let objects: Vec<MessageObject> = conv.messages.into_iter().map(MessageObject::new).collect();
             store.splice(0, 0, &objects);
-            let permissions = self.permissions();
-            let objects: Vec<PermissionObject> =
-                conv.permissions.into_iter().map(PermissionObject::new).collect();
-            permissions.splice(0, permissions.n_items(), &objects);
-            self.update_waiting();
-            self.session().apply_session(conv.title.as_deref(), conv.options);
-            self.session().apply_usage(&conv.usage);
+            self.take_requests_and_session(
+                conv.permissions,
+                conv.title.as_deref(),
+                conv.options,
+                &conv.usage,
+            );
             set_string(
                 self,
                 &imp.conversation_id,
@@ -228,13 +222,25 @@ impl ConversationObject {
             let objects: Vec<MessageObject> = conv.messages.into_iter().map(MessageObject::new).collect();
             store.splice(0, store.n_items(), &objects);
         }
+        self.take_requests_and_session(conv.permissions, conv.title.as_deref(), conv.options, &conv.usage);
+    }
+
+    /// What a conversation read from the core brings beside its messages:
+    /// the permission requests pending in it, and its session's title,
+    /// options and usage.
+    fn take_requests_and_session(
+        &self,
+        requests: Vec<PermissionRequest>,
+        title: Option<&str>,
+        options: Vec<crate::core::types::options::SessionOption>,
+        usage: &crate::core::types::message::Usage,
+    ) {
         let permissions = self.permissions();
-        let objects: Vec<PermissionObject> =
-            conv.permissions.into_iter().map(PermissionObject::new).collect();
+        let objects: Vec<PermissionObject> = requests.into_iter().map(PermissionObject::new).collect();
         permissions.splice(0, permissions.n_items(), &objects);
         self.update_waiting();
-        self.session().apply_session(conv.title.as_deref(), conv.options);
-        self.session().apply_usage(&conv.usage);
+        self.session().apply_session(title, options);
+        self.session().apply_usage(usage);
     }
 
     /// How many earlier messages are not loaded yet.
@@ -309,12 +315,7 @@ impl ConversationObject {
     }
 
     pub fn connect_conversations_changed<F: Fn(&Self) + 'static>(&self, f: F) -> glib::SignalHandlerId {
-        self.connect_local("conversations-changed", false, move |args| {
-            if let Some(o) = args.first().and_then(|a| a.get::<Self>().ok()) {
-                f(&o);
-            }
-            None
-        })
+        connect_plain(self, "conversations-changed", f)
     }
 
     /// The stored conversations, newest first (and the agent's own
@@ -384,12 +385,7 @@ impl ConversationObject {
     }
 
     pub fn connect_conversation_changed<F: Fn(&Self) + 'static>(&self, f: F) -> glib::SignalHandlerId {
-        self.connect_local("conversation-changed", false, move |args| {
-            if let Some(o) = args.first().and_then(|a| a.get::<Self>().ok()) {
-                f(&o);
-            }
-            None
-        })
+        connect_plain(self, "conversation-changed", f)
     }
 
     /// The pending permission requests, oldest first.

@@ -3,7 +3,7 @@
 //! of its context and what it cost, its slash commands, and what a prompt
 //! may carry. The pickers and the composer bind to it.
 
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 use gtk::glib;
@@ -11,7 +11,7 @@ use gtk::glib::prelude::*;
 use gtk::glib::subclass::prelude::*;
 use gtk::glib::subclass::Signal;
 
-use super::props::set_string;
+use super::props::{connect_plain, set_string, AgentRef};
 use crate::core::services::Core;
 use crate::core::types::message::{Command, Usage};
 use crate::core::types::options::SessionOption;
@@ -23,8 +23,7 @@ mod imp {
     #[derive(Default, glib::Properties)]
     #[properties(wrapper_type = super::SessionControls)]
     pub struct SessionControls {
-        pub agent: RefCell<String>,
-        pub core: OnceCell<Core>,
+        pub owner: AgentRef,
         #[property(get)]
         pub usage_used: Cell<u64>,
         #[property(get)]
@@ -63,20 +62,16 @@ glib::wrapper! {
 impl SessionControls {
     pub(super) fn new(agent: &str, core: &Core) -> Self {
         let o: Self = glib::Object::new();
-        o.imp().agent.replace(agent.to_owned());
-        let _ = o.imp().core.set(core.clone());
+        o.imp().owner.set(agent, core);
         o
     }
 
     fn core(&self) -> &Core {
-        self.imp()
-            .core
-            .get()
-            .unwrap_or_else(|| unreachable!("set in new()"))
+        self.imp().owner.core()
     }
 
     fn agent(&self) -> String {
-        self.imp().agent.borrow().clone()
+        self.imp().owner.name()
     }
 
     pub(super) fn apply_usage(&self, usage: &Usage) {
@@ -117,12 +112,7 @@ impl SessionControls {
     }
 
     pub fn connect_options_changed<F: Fn(&Self) + 'static>(&self, f: F) -> glib::SignalHandlerId {
-        self.connect_local("options-changed", false, move |args| {
-            if let Some(o) = args.first().and_then(|a| a.get::<Self>().ok()) {
-                f(&o);
-            }
-            None
-        })
+        connect_plain(self, "options-changed", f)
     }
 
     /// Opens the agent's session (starting it if need be), so its pickers

@@ -3,7 +3,7 @@
 //! keys, terminal commands, cancel, forget, sign out). The sign-in page
 //! binds to it.
 
-use std::cell::{Cell, OnceCell, RefCell};
+use std::cell::{Cell, RefCell};
 use std::sync::OnceLock;
 
 use gtk::glib;
@@ -11,7 +11,7 @@ use gtk::glib::prelude::*;
 use gtk::glib::subclass::prelude::*;
 use gtk::glib::subclass::Signal;
 
-use super::props::set_string;
+use super::props::{connect_plain, set_string, AgentRef};
 use crate::core::events::AuthStatus;
 use crate::core::secrets::Secret;
 use crate::core::services::Core;
@@ -23,8 +23,7 @@ mod imp {
     #[derive(Default, glib::Properties)]
     #[properties(wrapper_type = super::SignIn)]
     pub struct SignIn {
-        pub agent: RefCell<String>,
-        pub core: OnceCell<Core>,
+        pub owner: AgentRef,
         /// The agent asked to be signed in to.
         #[property(get)]
         pub needs_sign_in: Cell<bool>,
@@ -62,20 +61,16 @@ glib::wrapper! {
 impl SignIn {
     pub(super) fn new(agent: &str, core: &Core) -> Self {
         let o: Self = glib::Object::new();
-        o.imp().agent.replace(agent.to_owned());
-        let _ = o.imp().core.set(core.clone());
+        o.imp().owner.set(agent, core);
         o
     }
 
     fn core(&self) -> &Core {
-        self.imp()
-            .core
-            .get()
-            .unwrap_or_else(|| unreachable!("set in new()"))
+        self.imp().owner.core()
     }
 
     fn agent(&self) -> String {
-        self.imp().agent.borrow().clone()
+        self.imp().owner.name()
     }
 
     /// What `AgentService.List` says of it.
@@ -107,12 +102,7 @@ impl SignIn {
     }
 
     pub fn connect_auth_changed<F: Fn(&Self) + 'static>(&self, f: F) -> glib::SignalHandlerId {
-        self.connect_local("auth-changed", false, move |args| {
-            if let Some(o) = args.first().and_then(|a| a.get::<Self>().ok()) {
-                f(&o);
-            }
-            None
-        })
+        connect_plain(self, "auth-changed", f)
     }
 
     /// The last sign-in status (read from the core the first time).
