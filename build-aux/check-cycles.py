@@ -2,8 +2,8 @@
 """Fail on an import circle in the library's source, between files or
 between modules.
 
-Reads every `.rs` file under src/ that belongs to the library (not
-src/bin or src/main.rs, which only use the library from outside), drops
+Reads every `.rs` file of the library under src/, and of each program
+that is a folder (src/bin/NAME/main.rs) as a crate of its own, drops
 comments, strings and `#[cfg(test)]` items, and collects the paths each
 file names: `use` trees, `crate::`/`super::`/`self::` paths, and the names
 of its own child modules. A path is resolved to the file that defines the
@@ -16,6 +16,7 @@ Two checks:
   each with everything beneath it) reach each other.
 
 Usage: build-aux/check-cycles.py [src-dir]   (prints the circles, exit 1)
+       build-aux/check-cycles.py --self-test
 """
 
 import os
@@ -139,21 +140,22 @@ def split_use_tree(tree):
 
 
 class Crate:
-    def __init__(self, src):
+    def __init__(self, src, root="lib"):
         self.src = src
+        self.root = root
         self.files = {}  # module path (tuple) -> file path
         self.code = {}  # module path -> stripped code
         test_mods = set()
-        for root, _dirs, names in os.walk(src):
+        for folder, _dirs, names in os.walk(src):
             for name in names:
                 if not name.endswith(".rs"):
                     continue
-                path = os.path.join(root, name)
+                path = os.path.join(folder, name)
                 rel = os.path.relpath(path, src)
-                if rel.startswith("bin" + os.sep) or rel == "main.rs":
+                if root == "lib" and (rel.startswith("bin" + os.sep) or rel == "main.rs"):
                     continue
                 parts = rel[:-3].split(os.sep)
-                if parts[-1] in ("mod", "lib"):
+                if parts[-1] in ("mod", root):
                     parts = parts[:-1]
                 mod = tuple(parts)
                 with open(path, encoding="utf-8") as f:
@@ -189,7 +191,8 @@ class Crate:
         if head == "crate":
             return list(segs[1:])
         if head == "parley":
-            return list(segs[1:])
+            # The library, by its name: itself, or another crate for a program.
+            return list(segs[1:]) if self.root == "lib" else None
         if head == "self":
             return list(mod) + list(segs[1:])
         if head == "super":
@@ -215,7 +218,7 @@ class Crate:
         k = len(segs)
         while k > 0 and tuple(segs[:k]) not in self.files:
             k -= 1
-        if k == 0:
+        if tuple(segs[:k]) not in self.files:
             return None
         mod = tuple(segs[:k])
         rest = segs[k:]
@@ -305,11 +308,8 @@ def name(mod):
     return "::".join(mod) or "crate"
 
 
-def main():
-    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "src")
-    crate = Crate(src)
+def check(crate, problems):
     graph = crate.edges()
-    problems = []
 
     for comp in cycles(crate.files.keys(), graph):
         problems.append("files: " + " ↔ ".join(name(m) for m in comp))
@@ -334,11 +334,72 @@ def main():
         for comp in cycles(nodes, g):
             problems.append(f"modules under {name(parent)}: " + " ↔ ".join(name(m) for m in comp))
 
+
+def self_test():
+    """The check finds what it is for, and passes what it must pass."""
+    import tempfile
+
+    def run(tree):
+        with tempfile.TemporaryDirectory() as d:
+            for path, text in tree.items():
+                os.makedirs(os.path.dirname(os.path.join(d, path)), exist_ok=True)
+                with open(os.path.join(d, path), "w", encoding="utf-8") as f:
+                    f.write(text)
+            problems = []
+            crates = [Crate(d)]
+            if os.path.isdir(os.path.join(d, "bin", "tool")):
+                crates.append(Crate(os.path.join(d, "bin", "tool"), root="main"))
+            for c in crates:
+                check(c, problems)
+            return problems
+
+    lib = "pub mod a;\npub mod b;\n"
+    # A file that uses one that uses it back (through `super::` and `crate::`).
+    assert run({"lib.rs": lib, "a.rs": "use crate::b::B;\npub struct A;\n",
+                "b.rs": "pub struct B(super::a::A);\n"}), "a circle of two files"
+    # One way only, and a name in a comment or a string, is fine.
+    assert not run({"lib.rs": lib, "a.rs": "use crate::b::B;\npub struct A(B);\n",
+                    "b.rs": "// crate::a::A\npub struct B;\nconst S: &str = \"crate::a::A\";\n"})
+    # A test module may use its parent.
+    assert not run({"lib.rs": lib, "a.rs": "use crate::b::B;\n#[cfg(test)]\nmod tests { use crate::b::*; }\n",
+                    "b.rs": "pub struct B;\n#[cfg(test)]\nmod tests { use crate::a::*; }\n"})
+    # A mod.rs that re-exports its files is no part of a circle; one that uses them is.
+    folder = {"lib.rs": "pub mod m;\n", "m/mod.rs": "mod x;\nmod y;\npub use x::X;\n",
+              "m/x.rs": "pub struct X(super::y::Y);\n", "m/y.rs": "pub struct Y;\n"}
+    assert not run(folder)
+    assert run(dict(folder, **{"m/y.rs": "pub struct Y(super::X);\n"})), "through a re-export"
+    assert run(dict(folder, **{"m/mod.rs": "mod x;\nmod y;\npub use x::X;\npub struct Z;\nfn f() { y::g(); }\n",
+                               "m/y.rs": "pub fn g() {}\npub struct Y(super::Z);\n"})), "mod.rs and a file"
+    # Two modules that reach each other through files deep inside them.
+    assert run({"lib.rs": lib, "a/mod.rs": "pub mod p;\n", "a/p.rs": "use crate::b::q::Q;\npub struct P;\n",
+                "b/mod.rs": "pub mod q;\npub mod r;\n", "b/q.rs": "pub struct Q;\n",
+                "b/r.rs": "use crate::a::p::P;\n"}), "modules a and b"
+    # A program's own files.
+    assert run({"lib.rs": "", "bin/tool/main.rs": "mod c;\nuse c::C;\npub struct M;\nfn main() {}\n",
+                "bin/tool/c.rs": "pub struct C(crate::M);\n"}), "a program's files"
+    print("ok")
+    return 0
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
+    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "src")
+    problems = []
+    crates = [Crate(src)]
+    # Programs of more than one file (src/bin/NAME/main.rs) are crates too.
+    bins = os.path.join(src, "bin")
+    for name in sorted(os.listdir(bins)) if os.path.isdir(bins) else []:
+        if os.path.isfile(os.path.join(bins, name, "main.rs")):
+            crates.append(Crate(os.path.join(bins, name), root="main"))
+    for crate in crates:
+        check(crate, problems)
+    files = sum(len(c.files) for c in crates)
     if problems:
         print("import circles:")
         print("\n".join(problems))
         return 1
-    print(f"no import circle among {len(crate.files)} files")
+    print(f"no import circle among {files} files")
     return 0
 
 

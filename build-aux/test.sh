@@ -22,6 +22,12 @@ fi
 meson compile -C "$builddir" >/dev/null || { echo "meson compile failed"; exit 1; }
 meson test -C "$builddir" --print-errorlogs || exit 1
 
+# The house stays without import circles (docs/architecture.md, "Rooms and
+# arrows"): the check's own test, then the tree.
+echo "== import circles: build-aux/check-cycles.py"
+circles=0
+python3 build-aux/check-cycles.py --self-test && python3 build-aux/check-cycles.py || circles=1
+
 echo "== cargo test (UI tests under Xvfb)"
 export GSK_RENDERER=cairo GSETTINGS_BACKEND=memory NO_AT_BRIDGE=1
 log=$(mktemp)
@@ -52,6 +58,13 @@ if timeout 1200 xvfb-run -a -s "-screen 0 2560x1440x24" dbus-run-session -- \
   passed=$((passed + 1))
 else
   echo "the first run failed"
+  failed=$((failed + 1))
+  status=1
+fi
+if [ "$circles" -eq 0 ]; then
+  passed=$((passed + 1))
+else
+  echo "an import circle (above)"
   failed=$((failed + 1))
   status=1
 fi
