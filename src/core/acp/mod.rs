@@ -5,12 +5,14 @@
 //!   from the agent answered later; dispatch is strictly in arrival order.
 //! - [`calls`]: the typed ACP calls, with the protocol's own serde types.
 //! - [`fs`]: the `fs/*` client capability, confined to the agent's cwd.
+//! - `fs_syscalls`: the system calls `fs` is made of.
 //! - [`repair`]: lines spoilt only by lone surrogates, invalid UTF-8 or a
 //!   byte-order mark, mended so their text is kept.
 
 pub mod calls;
 pub mod connection;
 pub mod fs;
+mod fs_syscalls;
 #[cfg(test)]
 mod fuzz;
 pub mod lines;
