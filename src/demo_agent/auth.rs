@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::Agent;
+use super::state::Agent;
 
 /// What a terminal sign-in leaves in the agent's directory.
 pub const SIGNED_IN_FILE: &str = ".parley-demo-signed-in";

@@ -2,29 +2,18 @@
 //! config options (mode, model, effort, and a boolean where the client
 //! advertised `session.configOptions.boolean`), or with `legacy-modes` the
 //! older `modes` and `models`; the MCP servers, additional directories and
-//! prompt content it received (the `received` keyword tells them).
+//! prompt content it received (kept in `state::Recorded`; the `received`
+//! keyword tells them).
 
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 
 use serde_json::{json, Value};
 
-use super::Agent;
+use super::state::Agent;
 
 /// A model the demo refuses to switch to, as an agent refuses one that the
 /// user's plan does not include.
 pub const REFUSED_MODEL: &str = "demo-unavailable";
-
-/// What the demo keeps of the session.
-#[derive(Default)]
-pub struct Recorded {
-    /// Current option values, by id.
-    pub values: BTreeMap<String, Value>,
-    pub mcp_servers: Value,
-    pub additional_directories: Value,
-    /// The last prompt's blocks, summed up.
-    pub blocks: Vec<String>,
-}
 
 fn current(agent: &Agent, id: &str, default: Value) -> Value {
     agent

@@ -7,7 +7,8 @@
 
 use serde_json::json;
 
-use super::Agent;
+use super::state::Agent;
+use super::wire::stream;
 
 /// The fixtures by name, for `text-fixture NAME` and its help line.
 pub const NAMES: &[&str] = &["four-fences", "nul", "link", "bidi"];
@@ -79,7 +80,7 @@ pub(super) async fn send(agent: &Agent, sid: &str, name: &str, pieces: bool) -> 
         );
     }
     if pieces {
-        super::stream(agent, sid, text, 5).await;
+        stream(agent, sid, text, 5).await;
     } else {
         agent.chunk(sid, "agent_message_chunk", text);
     }

@@ -17,7 +17,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::{controls, Agent};
+use super::controls;
+use super::help::available_commands;
+use super::state::Agent;
 
 /// JSON-RPC error code for a session that is not stored.
 const NOT_FOUND: i64 = -32002;
@@ -287,7 +289,7 @@ fn reopen(agent: &Agent, id: &Value, params: &Value, replay: bool) {
         }
     }
     register(agent, sid);
-    super::available_commands(agent, sid);
+    available_commands(agent, sid);
     agent.respond(id, controls::session_state(agent));
 }
 
@@ -338,25 +340,6 @@ fn delete(agent: &Agent, id: &Value, params: &Value) {
     }
     forget(agent, sid);
     agent.respond(id, json!({}));
-}
-
-/// Called by `Agent::update`: keeps the text of agent message chunks of a
-/// stored session for its turn.
-pub fn capture(agent: &Agent, sid: &str, update: &Value) {
-    if update["sessionUpdate"] != "agent_message_chunk" {
-        return;
-    }
-    let Some(text) = update["content"]["text"].as_str() else {
-        return;
-    };
-    if let Some(buffer) = agent
-        .turn_text
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_mut(sid)
-    {
-        buffer.push_str(text);
-    }
 }
 
 /// At the start of a prompt: forgets agent text sent between turns (after

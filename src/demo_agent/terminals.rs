@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use super::Agent;
+use super::state::Agent;
 
 async fn create(
     agent: &Agent,

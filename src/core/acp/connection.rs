@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::incoming::{Envelope, TextChunkLine, UpdateLine};
 use super::lines::{next_line, LineError};
 
 pub const METHOD_NOT_FOUND: i64 = -32601;
@@ -531,110 +532,6 @@ fn dispatch_line(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler, repairi
             handler.log("parley: skipped a JSON line that is neither a call nor an answer".into())
         }
     }
-}
-
-/// A `session/update` notification line, decoded whole in one pass.
-#[derive(serde::Deserialize)]
-struct UpdateLine<'a> {
-    #[serde(borrow)]
-    method: std::borrow::Cow<'a, str>,
-    #[serde(default)]
-    id: Option<serde::de::IgnoredAny>,
-    params: SessionNotification,
-}
-
-/// A `session/update` line carrying a text chunk and nothing else, decoded
-/// into plain structs: the protocol's own types are internally tagged
-/// enums, which serde decodes by buffering every field first; for the
-/// thousands of chunks of a streamed answer that was most of the core's
-/// work (BENCHMARKS.md). Any other field (annotations, `messageId`,
-/// `_meta`, an `id`) makes it fail, and the line takes the general path,
-/// so nothing is lost.
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TextChunkLine<'a> {
-    #[allow(dead_code)]
-    jsonrpc: IgnoredString,
-    #[serde(borrow)]
-    method: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    params: TextChunkParams<'a>,
-}
-
-/// Accepts any string without keeping it.
-struct IgnoredString;
-
-impl<'de> serde::Deserialize<'de> for IgnoredString {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d).map(|_| IgnoredString)
-    }
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct TextChunkParams<'a> {
-    #[serde(borrow)]
-    session_id: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    update: TextChunkUpdate<'a>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct TextChunkUpdate<'a> {
-    #[serde(borrow)]
-    session_update: std::borrow::Cow<'a, str>,
-    #[serde(borrow)]
-    content: TextChunkContent<'a>,
-}
-
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct TextChunkContent<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: std::borrow::Cow<'a, str>,
-    text: String,
-}
-
-impl TextChunkLine<'_> {
-    /// The protocol's notification, when this is one of the three chunk
-    /// kinds with text content.
-    fn into_notification(self) -> Option<SessionNotification> {
-        use agent_client_protocol_schema::v1 as acp;
-        if self.method != "session/update" || self.params.update.content.kind != "text" {
-            return None;
-        }
-        let chunk = acp::ContentChunk::new(acp::ContentBlock::Text(acp::TextContent::new(
-            self.params.update.content.text,
-        )));
-        let update = match self.params.update.session_update.as_ref() {
-            "agent_message_chunk" => acp::SessionUpdate::AgentMessageChunk(chunk),
-            "agent_thought_chunk" => acp::SessionUpdate::AgentThoughtChunk(chunk),
-            "user_message_chunk" => acp::SessionUpdate::UserMessageChunk(chunk),
-            _ => return None,
-        };
-        Some(SessionNotification::new(
-            self.params.session_id.into_owned(),
-            update,
-        ))
-    }
-}
-
-/// The JSON-RPC envelope. `params` and `result` stay unparsed text until
-/// whoever knows their type reads them: a session update is decoded once,
-/// straight from the line, into the protocol's own type.
-#[derive(serde::Deserialize)]
-struct Envelope<'a> {
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default, borrow)]
-    method: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default, borrow)]
-    params: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    result: Option<&'a RawValue>,
-    #[serde(default)]
-    error: Option<Value>,
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Unit tests of `fs` (kept apart so the module itself stays readable).
 use super::*;
+use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::AtomicBool;
 
 #[test]

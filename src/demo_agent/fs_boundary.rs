@@ -1,7 +1,10 @@
-//! Hostile prompt keywords that attack Parley's `fs/*` boundary (issue 22):
-//! a symlink swapped in mid-request, a FIFO, reads measured without echoing
-//! megabytes back. The integration tests in `tests/integration/fs_boundary.rs`
-//! drive them; each reports what happened as its answer text.
+//! Prompt keywords that drive Parley's `fs/*` boundary: plain reads and
+//! writes (`fs-read`, `fs-write`), which the tests aim inside and outside
+//! the cwd, and hostile ones that attack it (issue 22): a symlink swapped in
+//! mid-request, a FIFO, reads measured without echoing megabytes back, and
+//! reads whose answers pile up because the agent stops reading. The
+//! integration tests in `tests/integration/fs_boundary.rs` drive them; each
+//! reports what happened as its answer text.
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt;
@@ -11,7 +14,41 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use super::Agent;
+use super::state::Agent;
+
+/// `fs-read PATH`: asks Parley to read `path` and shows the answer.
+pub(super) async fn read(agent: &Agent, sid: &str, path: &str) -> String {
+    let result = agent
+        .request("fs/read_text_file", json!({"sessionId": sid, "path": path}))
+        .await;
+    agent.chunk(sid, "agent_message_chunk", &format!("fs-read result: {result}"));
+    "end_turn".to_string()
+}
+
+/// `fs-write PATH TEXT`: asks Parley to write `content` to `path` and shows
+/// the answer.
+pub(super) async fn write(agent: &Agent, sid: &str, path: &str, content: &str) -> String {
+    let result = agent
+        .request(
+            "fs/write_text_file",
+            json!({"sessionId": sid, "path": path, "content": content}),
+        )
+        .await;
+    agent.chunk(sid, "agent_message_chunk", &format!("fs-write result: {result}"));
+    "end_turn".to_string()
+}
+
+/// `fs-no-read N PATH`: asks Parley to read `path` `times` times, then stops
+/// reading stdin for good (the answers pile up) and never ends the turn.
+pub(super) async fn no_read(agent: &Agent, sid: &str, times: u64, path: &str) -> String {
+    for _ in 0..times {
+        let id = agent.next_id.fetch_add(1, Ordering::Relaxed);
+        agent.send(&json!({"jsonrpc": "2.0", "id": id, "method": "fs/read_text_file",
+            "params": {"sessionId": sid, "path": path}}));
+    }
+    agent.deaf.store(true, Ordering::Relaxed);
+    std::future::pending::<String>().await
+}
 
 /// Runs the keyword `first` (`fs-race`, `fs-fifo` or `fs-read-len`, see the
 /// demo agent's HELP) and returns the text to answer with.
