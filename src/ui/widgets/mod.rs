@@ -24,6 +24,7 @@ pub mod sign_in_page;
 pub mod slash_completion;
 pub mod terminal;
 pub mod text_block;
+pub mod text_label;
 
 pub use agent_row::AgentRow;
 pub use composer::Composer;
