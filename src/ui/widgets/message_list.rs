@@ -530,6 +530,12 @@ impl MessageList {
         let widget = imp.spare.borrow_mut().pop().unwrap_or_else(|| {
             let w = MessageRow::new();
             w.set_parent(self);
+            let list = self.downgrade();
+            w.set_on_changed(move || {
+                if let Some(list) = list.upgrade() {
+                    list.row_changed();
+                }
+            });
             w
         });
         widget.set_child_visible(true);

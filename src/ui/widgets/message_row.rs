@@ -3,6 +3,7 @@
 //! plan; the first row of a message has its header, the last how it ended.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
 use agent_client_protocol_schema::v1 as acp;
 use gtk::glib;
@@ -13,7 +14,6 @@ use crate::core::chat::message::{Message, Part, Role};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::visible;
 use crate::ui::models::{segments, RowKind, RowObject};
-use crate::ui::widgets::message_list::MessageList;
 use crate::ui::widgets::message_parts::*;
 
 mod imp {
@@ -35,6 +35,9 @@ mod imp {
         /// The row, revision and title last drawn: a widget bound again to
         /// the row it just showed keeps what it drew.
         pub shown: RefCell<Option<(glib::WeakRef<RowObject>, u64, String)>>,
+        /// What the list the row is in does when the row changes (see
+        /// `set_on_changed`).
+        pub on_changed: RefCell<Option<Rc<dyn Fn()>>>,
     }
 
     #[glib::object_subclass]
@@ -154,13 +157,22 @@ impl MessageRow {
         self.refresh();
     }
 
+    /// Has `f` called instead of the row being drawn at once when its row
+    /// changes while it is in its list: the list (`MessageList`, which
+    /// makes its rows and is their parent) draws it when it lays it out.
+    /// The list hands this in, so that a row need not know its list.
+    pub fn set_on_changed(&self, f: impl Fn() + 'static) {
+        self.imp().on_changed.replace(Some(Rc::new(f)));
+    }
+
     /// The row changed. In a list it is drawn again when the list next
     /// lays it out, not now: a streamed row changes every frame, and one
     /// that scrolls off the page before then is never drawn again
     /// (BENCHMARKS.md, "Round two, where the frames go").
     fn changed(&self) {
-        match self.parent().and_downcast::<MessageList>() {
-            Some(list) => list.row_changed(),
+        let in_list = self.parent().and(self.imp().on_changed.borrow().clone());
+        match in_list {
+            Some(list_changed) => list_changed(),
             None => self.refresh(),
         }
     }
