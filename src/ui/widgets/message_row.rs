@@ -74,53 +74,6 @@ impl Default for MessageRow {
     }
 }
 
-/// About the height of Markdown `md` rendered by [`append_markdown`]: its
-/// paragraphs flow (soft breaks are spaces) and wrap at `per_line`
-/// characters; list items, headings, quotes, table and code lines stand
-/// alone; blocks are 8 px apart, as in the parts box.
-pub(crate) fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
-    let mut lines = 0.0;
-    let mut blocks = 0u32;
-    let mut para = 0usize;
-    let mut fences = segments::Fences::default();
-    let wrapped = |chars: usize| (chars as f64 / per_line).ceil().max(1.0);
-    let flush = |para: &mut usize, lines: &mut f64, blocks: &mut u32| {
-        if *para > 0 {
-            *lines += wrapped(*para);
-            *blocks += 1;
-            *para = 0;
-        }
-    };
-    for line in md.lines() {
-        let t = line.trim_start();
-        if fences.line(line) {
-            flush(&mut para, &mut lines, &mut blocks);
-            blocks += u32::from(fences.inside());
-            continue;
-        }
-        if fences.inside() {
-            lines += wrapped(line.chars().count());
-            continue;
-        }
-        if t.is_empty() {
-            flush(&mut para, &mut lines, &mut blocks);
-            continue;
-        }
-        // "12. item": digits, then ". " (not a search through the line).
-        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-        let numbered = digits > 0 && t.as_bytes()[digits..].starts_with(b". ");
-        let alone = numbered || ["#", "- ", "* ", "+ ", ">", "|"].iter().any(|p| t.starts_with(p));
-        if alone && para > 0 {
-            // A list's items share one block, without the 8 px between.
-            lines += wrapped(para);
-            para = 0;
-        }
-        para += line.chars().count() + usize::from(para > 0);
-    }
-    flush(&mut para, &mut lines, &mut blocks);
-    (lines * line_h) as i32 + 8 * blocks.saturating_sub(1) as i32
-}
-
 /// Adds or removes a style class, only when that changes anything: each
 /// change restyles the widget.
 fn set_class(w: &impl IsA<gtk::Widget>, class: &str, on: bool) {
