@@ -6,6 +6,7 @@
 use std::cell::{Cell, RefCell};
 
 use gtk::glib;
+use gtk::glib::prelude::*;
 use gtk::glib::subclass::prelude::*;
 
 use super::row_object::{RowKind, RowObject, Stamp};
@@ -42,6 +43,14 @@ mod imp {
 
 glib::wrapper! {
     pub struct MessageObject(ObjectSubclass<imp::MessageObject>);
+}
+
+impl RowObject {
+    /// The message the row is a piece of. Here rather than in `row_object`:
+    /// a message makes its rows, and a row need not know what a message is.
+    pub fn message(&self) -> Option<MessageObject> {
+        self.owner().and_downcast()
+    }
 }
 
 /// How a message's rows changed: at row `position`, `removed` rows went

@@ -1,14 +1,16 @@
 //! One row of the conversation list: a piece of a message (its parts, or a
 //! segment of a long streamed text). The list shows rows, not messages, so
 //! that only what is on screen is laid out (see `segments`).
+//!
+//! A row knows its message only as the object that made it: the message
+//! knows its rows and gives them their typed `message()` (in
+//! `message_object`), so the two modules do not import each other.
 
 use std::cell::Cell;
 
 use gtk::glib;
 use gtk::glib::prelude::*;
 use gtk::glib::subclass::prelude::*;
-
-use super::MessageObject;
 
 /// What of its message a row shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -66,7 +68,8 @@ mod imp {
     pub struct RowObject {
         #[property(get)]
         pub revision: Cell<u64>,
-        pub message: glib::WeakRef<MessageObject>,
+        /// The `MessageObject` the row is a piece of.
+        pub message: glib::WeakRef<glib::Object>,
         pub kind: Cell<RowKind>,
         pub stamp: Cell<Stamp>,
     }
@@ -86,15 +89,17 @@ glib::wrapper! {
 }
 
 impl RowObject {
-    pub fn new(message: &MessageObject, kind: RowKind, stamp: Stamp) -> Self {
+    /// A row of `message` (a `MessageObject`, which makes its rows).
+    pub fn new(message: &impl IsA<glib::Object>, kind: RowKind, stamp: Stamp) -> Self {
         let o: Self = glib::Object::new();
-        o.imp().message.set(Some(message));
+        o.imp().message.set(Some(message.upcast_ref()));
         o.imp().kind.set(kind);
         o.imp().stamp.set(stamp);
         o
     }
 
-    pub fn message(&self) -> Option<MessageObject> {
+    /// The object the row belongs to, untyped (see `message()`).
+    pub(super) fn owner(&self) -> Option<glib::Object> {
         self.imp().message.upgrade()
     }
 

@@ -5,15 +5,20 @@
 //! focus stays in the message field, so a screen reader hears the list
 //! through announcements: "N matches: FIRST" when it opens or its matches
 //! change, and the row Up or Down moves to.
+//!
+//! A `Completion` is such a list with the items it shows and what taking
+//! one does; what it completes is its `Completer` (the agent's commands in
+//! `slash_completion`, files in `mention_completion`).
 
 use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 use gtk::gdk;
 use gtk::prelude::*;
 
-pub struct CompletionList {
-    pub popover: gtk::Popover,
-    pub list: gtk::ListBox,
+struct CompletionList {
+    popover: gtk::Popover,
+    list: gtk::ListBox,
     rows: Cell<i32>,
     /// What was last announced of the matches, so typing a letter that
     /// keeps them as they are says nothing new.
@@ -21,7 +26,7 @@ pub struct CompletionList {
 }
 
 /// What a key did to the list.
-pub enum KeyUse {
+enum KeyUse {
     /// Tab or Enter: take this row.
     Take(i32),
     /// Up, Down or Escape.
@@ -33,7 +38,7 @@ pub enum KeyUse {
 impl CompletionList {
     /// The popover hangs from `anchor` (not the text view, which accepts no
     /// children but its own); `name` is what a screen reader calls the list.
-    pub fn new(anchor: &impl IsA<gtk::Widget>, name: &str) -> Self {
+    fn new(anchor: &impl IsA<gtk::Widget>, name: &str) -> Self {
         let list = gtk::ListBox::new();
         list.set_selection_mode(gtk::SelectionMode::Browse);
         list.add_css_class("navigation-sidebar");
@@ -55,7 +60,7 @@ impl CompletionList {
     }
 
     /// Shows these rows, the first selected; none closes the list.
-    pub fn show(&self, rows: Vec<gtk::Label>) {
+    fn show(&self, rows: Vec<gtk::Label>) {
         while let Some(row) = self.list.first_child() {
             self.list.remove(&row);
         }
@@ -86,7 +91,7 @@ impl CompletionList {
         }
     }
 
-    pub fn close(&self) {
+    fn close(&self) {
         self.said.replace(String::new());
         self.popover.popdown();
     }
@@ -104,11 +109,11 @@ impl CompletionList {
         }
     }
 
-    pub fn is_open(&self) -> bool {
+    fn is_open(&self) -> bool {
         self.popover.is_visible()
     }
 
-    pub fn key(&self, key: gdk::Key) -> KeyUse {
+    fn key(&self, key: gdk::Key) -> KeyUse {
         if !self.is_open() {
             return KeyUse::NotMine;
         }
@@ -130,5 +135,111 @@ impl CompletionList {
             _ => return KeyUse::NotMine,
         }
         KeyUse::Used
+    }
+}
+
+/// What a completion completes: when to show which items, how a row shows
+/// one, and what taking one writes.
+pub trait Completer: Sized + 'static {
+    type Item: Clone;
+
+    /// The message field's text changed (`buffer`): shows the items it
+    /// asks for (`Completion::show`), now or when they are found, or
+    /// closes the list.
+    fn changed(completion: &Rc<Completion<Self>>, buffer: &gtk::TextBuffer);
+
+    /// A row showing `item`.
+    fn row(&self, item: &Self::Item) -> gtk::Label;
+
+    /// Writes `item` into `text`, the list closed; the focus comes back to
+    /// `text` after.
+    fn take(&self, text: &gtk::TextView, item: &Self::Item);
+}
+
+/// A completion of the composer's message field: its list, the items the
+/// list shows, and its `Completer`.
+pub struct Completion<C: Completer> {
+    ui: CompletionList,
+    text: gtk::TextView,
+    shown: RefCell<Vec<C::Item>>,
+    completer: C,
+}
+
+impl<C: Completer> Completion<C> {
+    /// Follows the text of `text`. The popover hangs from `anchor` (not the
+    /// text view, which accepts no children but its own); `name` is what a
+    /// screen reader calls the list. A click on a row takes it.
+    pub fn new(text: &gtk::TextView, anchor: &impl IsA<gtk::Widget>, name: &str, completer: C) -> Rc<Self> {
+        let this = Rc::new(Completion {
+            ui: CompletionList::new(anchor, name),
+            text: text.clone(),
+            shown: RefCell::new(Vec::new()),
+            completer,
+        });
+
+        let weak = Rc::downgrade(&this);
+        text.buffer().connect_changed(move |buffer| {
+            if let Some(this) = weak.upgrade() {
+                C::changed(&this, buffer);
+            }
+        });
+        let weak = Rc::downgrade(&this);
+        this.ui.list.connect_row_activated(move |_, row| {
+            if let Some(this) = weak.upgrade() {
+                this.take(row.index());
+            }
+        });
+        this
+    }
+
+    pub fn completer(&self) -> &C {
+        &self.completer
+    }
+
+    /// Shows `items`, the first selected; none closes the list.
+    pub fn show(&self, items: Vec<C::Item>) {
+        let rows = items.iter().map(|item| self.completer.row(item)).collect();
+        self.shown.replace(items);
+        self.ui.show(rows);
+    }
+
+    pub fn close(&self) {
+        self.ui.close();
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.ui.is_open()
+    }
+
+    /// Keys while open; `true` when the key was used.
+    pub fn key(&self, key: gdk::Key) -> bool {
+        match self.ui.key(key) {
+            KeyUse::Take(i) => self.take(i),
+            KeyUse::Used => {}
+            KeyUse::NotMine => return false,
+        }
+        true
+    }
+
+    /// Takes the item of row `index`.
+    fn take(&self, index: i32) {
+        let Some(item) = usize::try_from(index)
+            .ok()
+            .and_then(|i| self.shown.borrow().get(i).cloned())
+        else {
+            return;
+        };
+        self.ui.close();
+        self.completer.take(&self.text, &item);
+        self.text.grab_focus();
+    }
+
+    /// The items shown now (tests).
+    pub fn shown_items(&self) -> Vec<C::Item> {
+        if self.is_open() {
+            self.shown.borrow().clone()
+        } else {
+            Vec::new()
+        }
     }
 }

@@ -3,6 +3,7 @@
 //! plan; the first row of a message has its header, the last how it ended.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 
 use agent_client_protocol_schema::v1 as acp;
 use gtk::glib;
@@ -13,7 +14,6 @@ use crate::core::types::message::{Message, Part, Role};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::visible;
 use crate::ui::models::{segments, RowKind, RowObject};
-use crate::ui::widgets::message_list::MessageList;
 use crate::ui::widgets::message_parts::*;
 
 mod imp {
@@ -35,6 +35,9 @@ mod imp {
         /// The row, revision and title last drawn: a widget bound again to
         /// the row it just showed keeps what it drew.
         pub shown: RefCell<Option<(glib::WeakRef<RowObject>, u64, String)>>,
+        /// What the list the row is in does when the row changes (see
+        /// `set_on_changed`).
+        pub on_changed: RefCell<Option<Rc<dyn Fn()>>>,
     }
 
     #[glib::object_subclass]
@@ -69,53 +72,6 @@ impl Default for MessageRow {
     fn default() -> Self {
         Self::new()
     }
-}
-
-/// About the height of Markdown `md` rendered by [`append_markdown`]: its
-/// paragraphs flow (soft breaks are spaces) and wrap at `per_line`
-/// characters; list items, headings, quotes, table and code lines stand
-/// alone; blocks are 8 px apart, as in the parts box.
-pub(crate) fn estimate_lines(md: &str, per_line: f64, line_h: f64) -> i32 {
-    let mut lines = 0.0;
-    let mut blocks = 0u32;
-    let mut para = 0usize;
-    let mut fences = segments::Fences::default();
-    let wrapped = |chars: usize| (chars as f64 / per_line).ceil().max(1.0);
-    let flush = |para: &mut usize, lines: &mut f64, blocks: &mut u32| {
-        if *para > 0 {
-            *lines += wrapped(*para);
-            *blocks += 1;
-            *para = 0;
-        }
-    };
-    for line in md.lines() {
-        let t = line.trim_start();
-        if fences.line(line) {
-            flush(&mut para, &mut lines, &mut blocks);
-            blocks += u32::from(fences.inside());
-            continue;
-        }
-        if fences.inside() {
-            lines += wrapped(line.chars().count());
-            continue;
-        }
-        if t.is_empty() {
-            flush(&mut para, &mut lines, &mut blocks);
-            continue;
-        }
-        // "12. item": digits, then ". " (not a search through the line).
-        let digits = t.bytes().take_while(u8::is_ascii_digit).count();
-        let numbered = digits > 0 && t.as_bytes()[digits..].starts_with(b". ");
-        let alone = numbered || ["#", "- ", "* ", "+ ", ">", "|"].iter().any(|p| t.starts_with(p));
-        if alone && para > 0 {
-            // A list's items share one block, without the 8 px between.
-            lines += wrapped(para);
-            para = 0;
-        }
-        para += line.chars().count() + usize::from(para > 0);
-    }
-    flush(&mut para, &mut lines, &mut blocks);
-    (lines * line_h) as i32 + 8 * blocks.saturating_sub(1) as i32
 }
 
 /// Adds or removes a style class, only when that changes anything: each
@@ -154,13 +110,22 @@ impl MessageRow {
         self.refresh();
     }
 
+    /// Has `f` called instead of the row being drawn at once when its row
+    /// changes while it is in its list: the list (`MessageList`, which
+    /// makes its rows and is their parent) draws it when it lays it out.
+    /// The list hands this in, so that a row need not know its list.
+    pub fn set_on_changed(&self, f: impl Fn() + 'static) {
+        self.imp().on_changed.replace(Some(Rc::new(f)));
+    }
+
     /// The row changed. In a list it is drawn again when the list next
     /// lays it out, not now: a streamed row changes every frame, and one
     /// that scrolls off the page before then is never drawn again
     /// (BENCHMARKS.md, "Round two, where the frames go").
     fn changed(&self) {
-        match self.parent().and_downcast::<MessageList>() {
-            Some(list) => list.row_changed(),
+        let in_list = self.parent().and(self.imp().on_changed.borrow().clone());
+        match in_list {
+            Some(list_changed) => list_changed(),
             None => self.refresh(),
         }
     }

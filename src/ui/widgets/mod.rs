@@ -26,6 +26,7 @@ pub mod slash_completion;
 pub mod terminal;
 pub mod terminal_view;
 pub mod text_block;
+pub mod text_label;
 
 pub use agent_row::AgentRow;
 pub use composer::Composer;

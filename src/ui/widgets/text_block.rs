@@ -26,7 +26,7 @@ use gtk::subclass::prelude::*;
 use crate::ui::markdown::Link;
 
 /// Wide enough for a few words: the label's `width-chars` (see
-/// `message_parts::label`).
+/// `text_label::label`).
 const MIN_CHARS: i32 = 20;
 
 mod imp {
@@ -328,7 +328,7 @@ impl TextBlock {
         if let Some(label) = imp.label.borrow().as_ref() {
             return label.clone();
         }
-        let label = super::message_parts::markdown_label(&imp.markup.borrow(), imp.links.borrow().clone());
+        let label = super::text_label::markdown_label(&imp.markup.borrow(), imp.links.borrow().clone());
         label.set_parent(self);
         // The label speaks for the text from now on.
         crate::ui::a11y::set_label(self, "");
