@@ -739,7 +739,8 @@ fn terminal_figure(app: &adw::Application, bytes: usize) {
     let clock = win.frame_clock().expect("frame clock");
     let f = frames.clone();
     let handler = clock.connect_after_paint(move |_| f.borrow_mut().push(Instant::now()));
-    let before = parley::ui::terminals::total_bytes();
+    let terminals = win.model().terminals();
+    let before = terminals.total_bytes();
     let t = Instant::now();
     win.composer()
         .text_view()
@@ -748,8 +749,8 @@ fn terminal_figure(app: &adw::Application, bytes: usize) {
     win.composer().send();
     let w = win.clone();
     spin_until(Duration::from_secs(300), move || {
-        parley::ui::terminals::total_bytes() - before >= bytes
-            && parley::ui::terminals::all_fed()
+        terminals.total_bytes() - before >= bytes
+            && terminals.all_fed()
             && w.agent("demo").is_some_and(|a| !a.conversation().answering())
     });
     let painted_at = frames.borrow().len();

@@ -28,7 +28,6 @@ pub mod runtime;
 pub mod settings;
 pub mod smoke;
 pub mod style;
-pub mod terminals;
 pub mod theme;
 pub mod widgets;
 pub mod window;

@@ -18,7 +18,9 @@ use gtk::glib::subclass::prelude::*;
 use gtk::prelude::*;
 
 use super::props::set_string;
-use super::{AgentState, AgentStatus, ConversationObject, Lifecycle, SessionControls, SignIn};
+use super::{
+    AgentState, AgentStatus, ConversationObject, Lifecycle, SessionControls, SignIn, TerminalOutputs,
+};
 use crate::core::services::Core;
 use crate::core::supervisor::AgentInfo;
 use crate::ui::runtime;
@@ -79,7 +81,7 @@ glib::wrapper! {
 }
 
 impl AgentObject {
-    pub fn new(info: &AgentInfo, core: &Core) -> Self {
+    pub fn new(info: &AgentInfo, core: &Core, terminals: &TerminalOutputs) -> Self {
         let o: Self = glib::Object::new();
         let imp = o.imp();
         imp.name.replace(info.name.clone());
@@ -87,7 +89,7 @@ impl AgentObject {
         let session = SessionControls::new(&info.name, core);
         let _ = imp
             .conversation
-            .set(ConversationObject::new(&info.name, core, &session));
+            .set(ConversationObject::new(&info.name, core, &session, terminals));
         let _ = imp.session.set(session);
         let _ = imp.sign_in.set(SignIn::new(&info.name, core));
         o.update(info);

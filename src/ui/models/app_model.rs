@@ -17,6 +17,8 @@ use super::{AgentObject, MessageObject};
 use crate::core::events::Event;
 use crate::core::services::Core;
 
+use super::TerminalOutputs;
+
 mod imp {
     use super::*;
 
@@ -29,6 +31,8 @@ mod imp {
         /// The frame clock of the window showing the model, while it is
         /// realized: the bridge applies events at the start of its frames.
         pub frame_clock: RefCell<Option<gtk::gdk::FrameClock>>,
+        /// What the agents' ACP terminals printed, for the tool cards.
+        pub terminals: TerminalOutputs,
     }
 
     #[glib::object_subclass]
@@ -96,6 +100,11 @@ impl AppModel {
         self.imp().frame_clock.replace(clock);
     }
 
+    /// What the agents' ACP terminals printed (the tool cards' views watch it).
+    pub fn terminals(&self) -> TerminalOutputs {
+        self.imp().terminals.clone()
+    }
+
     pub fn core(&self) -> &Core {
         self.imp()
             .core
@@ -141,7 +150,7 @@ impl AppModel {
                     a
                 }
                 None => {
-                    let a = AgentObject::new(info, self.core());
+                    let a = AgentObject::new(info, self.core(), &self.imp().terminals);
                     added.push(a.clone());
                     a
                 }
@@ -286,9 +295,11 @@ impl AppModel {
                         touched(&a, &mut changed);
                     }
                 }
-                Event::TerminalOutput(o) => crate::ui::terminals::output(&o.terminal_id, &o.data),
+                Event::TerminalOutput(o) => self.imp().terminals.output(&o.terminal_id, &o.data),
                 Event::TerminalExited(e) => {
-                    crate::ui::terminals::exited(&e.terminal_id, e.exit_code, e.signal.as_deref())
+                    self.imp()
+                        .terminals
+                        .exited(&e.terminal_id, e.exit_code, e.signal.as_deref())
                 }
                 Event::AuthChanged(status) => {
                     if let Some(a) = self.agent(&status.agent) {

@@ -15,7 +15,7 @@ use gtk::prelude::*;
 use gtk::{gio, glib};
 
 use super::props::{connect_plain, set_string, AgentRef};
-use super::{ConversationRows, MessageObject, PermissionObject, SessionControls};
+use super::{ConversationRows, MessageObject, PermissionObject, SessionControls, TerminalOutputs};
 use crate::core::chat::AttachmentInput;
 use crate::core::events::PermissionRequest;
 use crate::core::services::Core;
@@ -30,6 +30,8 @@ mod imp {
         pub owner: AgentRef,
         /// Where a loaded conversation's title, options and usage go.
         pub session: OnceCell<SessionControls>,
+        /// What the terminals its tool calls ran printed.
+        pub terminals: OnceCell<TerminalOutputs>,
         /// A conversation turn runs.
         #[property(get)]
         pub answering: Cell<bool>,
@@ -100,15 +102,26 @@ glib::wrapper! {
 }
 
 impl ConversationObject {
-    pub(super) fn new(agent: &str, core: &Core, session: &SessionControls) -> Self {
+    pub(super) fn new(
+        agent: &str,
+        core: &Core,
+        session: &SessionControls,
+        terminals: &TerminalOutputs,
+    ) -> Self {
         let o: Self = glib::Object::new();
         o.imp().owner.set(agent, core);
         let _ = o.imp().session.set(session.clone());
+        let _ = o.imp().terminals.set(terminals.clone());
         o
     }
 
     fn core(&self) -> &Core {
         self.imp().owner.core()
+    }
+
+    /// What the terminals of its tool calls printed (the tool cards show it).
+    pub fn terminals(&self) -> TerminalOutputs {
+        self.imp().terminals.get().cloned().unwrap_or_default()
     }
 
     fn session(&self) -> &SessionControls {

@@ -123,6 +123,7 @@ impl ConversationView {
         let store = agent.conversation().messages();
         imp.store.replace(Some(store.clone()));
         imp.list.set_agent_title(agent.title());
+        imp.list.set_terminals(&agent.conversation().terminals());
         // The list shows rows, several per long message (see `RowObject`).
         imp.list.set_model(Some(&agent.conversation().rows()));
         let items = store.connect_items_changed(glib::clone!(

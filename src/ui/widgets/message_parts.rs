@@ -3,6 +3,7 @@
 //! blocks (`code_block`), expanders that the keyboard opens, tool cards and
 //! plans.
 
+use crate::ui::models::TerminalOutputs;
 use agent_client_protocol_schema::v1 as acp;
 use gtk::glib;
 use gtk::prelude::*;
@@ -89,7 +90,7 @@ pub(super) fn plan_status(status: &acp::PlanEntryStatus) -> (String, &'static st
     }
 }
 
-pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
+pub(super) fn tool_card(call: &ToolCall, terminals: &TerminalOutputs) -> gtk::Widget {
     let card = gtk::Box::new(gtk::Orientation::Vertical, 4);
     card.add_css_class("tool-card");
     let header = gtk::Box::new(gtk::Orientation::Horizontal, 8);
@@ -121,7 +122,7 @@ pub(super) fn tool_card(call: &ToolCall) -> gtk::Widget {
         card.append(&diff_view(d));
     }
     for id in &call.terminals {
-        card.append(&crate::ui::terminals::view(id));
+        card.append(&super::terminal_view::view(terminals, id));
     }
     if !call.output.is_empty() {
         let expander = expander(&gettext("Output"));
@@ -209,7 +210,7 @@ pub(super) fn append_markdown(target: &gtk::Box, md: &str) {
 }
 
 /// The widget of a part that is not streamed text.
-pub(super) fn part_widget(part: &Part) -> gtk::Widget {
+pub(super) fn part_widget(part: &Part, terminals: &TerminalOutputs) -> gtk::Widget {
     match part {
         // A user's text is shown as typed; an agent's is streamed Markdown
         // (a TextSlot) and never reaches here.
@@ -224,7 +225,7 @@ pub(super) fn part_widget(part: &Part) -> gtk::Widget {
             expander.set_child(Some(&body));
             expander.upcast()
         }
-        Part::Tool(call) => tool_card(call),
+        Part::Tool(call) => tool_card(call, terminals),
         Part::Plan { entries } => plan_view(entries),
         Part::Attachment(a) => attachment_chip(a),
     }

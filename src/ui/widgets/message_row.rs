@@ -13,7 +13,7 @@ use gtk::subclass::prelude::*;
 use crate::core::types::message::{Message, Part, Role};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::visible;
-use crate::ui::models::{segments, RowKind, RowObject};
+use crate::ui::models::{segments, RowKind, RowObject, TerminalOutputs};
 use crate::ui::widgets::message_parts::*;
 
 mod imp {
@@ -38,6 +38,8 @@ mod imp {
         /// What the list the row is in does when the row changes (see
         /// `set_on_changed`).
         pub on_changed: RefCell<Option<Rc<dyn Fn()>>>,
+        /// What the terminals of its tool calls printed (given by the list).
+        pub terminals: RefCell<TerminalOutputs>,
     }
 
     #[glib::object_subclass]
@@ -114,6 +116,11 @@ impl MessageRow {
     /// changes while it is in its list: the list (`MessageList`, which
     /// makes its rows and is their parent) draws it when it lays it out.
     /// The list hands this in, so that a row need not know its list.
+    /// Where its tool cards' terminals read what they printed.
+    pub fn set_terminals(&self, terminals: &TerminalOutputs) {
+        self.imp().terminals.replace(terminals.clone());
+    }
+
     pub fn set_on_changed(&self, f: impl Fn() + 'static) {
         self.imp().on_changed.replace(Some(Rc::new(f)));
     }
@@ -217,7 +224,8 @@ impl MessageRow {
                 RowKind::Empty => {}
                 RowKind::Part(i) => {
                     if let Some(part) = msg.parts.get(i) {
-                        let content = self.content_for(row, |b| b.append(&part_widget(part)));
+                        let terminals = imp.terminals.borrow().clone();
+                        let content = self.content_for(row, |b| b.append(&part_widget(part, &terminals)));
                         imp.parts.append(&content);
                     }
                 }

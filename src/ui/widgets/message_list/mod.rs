@@ -30,7 +30,7 @@ use gtk::prelude::*;
 use gtk::subclass::prelude::*;
 use gtk::{gio, glib};
 
-use crate::ui::models::RowObject;
+use crate::ui::models::{RowObject, TerminalOutputs};
 use crate::ui::widgets::message_row::MessageRow;
 
 mod anchor;
@@ -74,6 +74,8 @@ mod imp {
         /// Spare rows wait to be emptied.
         pub clear_pending: Cell<bool>,
         pub update_handler: RefCell<Option<(gtk::gdk::FrameClock, glib::SignalHandlerId)>>,
+        /// What the terminals of the tool calls printed (for the rows).
+        pub terminals: RefCell<TerminalOutputs>,
     }
 
     impl Default for MessageList {
@@ -92,6 +94,7 @@ mod imp {
                 reorder_pending: Cell::default(),
                 clear_pending: Cell::default(),
                 update_handler: RefCell::default(),
+                terminals: RefCell::default(),
             }
         }
     }
@@ -248,6 +251,12 @@ impl Default for MessageList {
 }
 
 impl MessageList {
+    /// Where the rows' tool cards read what their terminals printed; set
+    /// before the rows come (the window has one for every agent).
+    pub fn set_terminals(&self, terminals: &TerminalOutputs) {
+        self.imp().terminals.replace(terminals.clone());
+    }
+
     /// Shows the rows of `model` (a list of `RowObject`s), from its end.
     pub fn set_model(&self, model: Option<&impl IsA<gio::ListModel>>) {
         let imp = self.imp();
@@ -417,6 +426,7 @@ impl ListWidget for MessageList {
 
     fn new_row(&self) -> MessageRow {
         let w = MessageRow::new();
+        w.set_terminals(&self.imp().terminals.borrow());
         w.set_parent(self);
         let list = self.downgrade();
         w.set_on_changed(move || {
