@@ -187,6 +187,7 @@ impl HistoryService {
     /// Writes what an event changes of the agent's current conversation.
     /// Text deltas are joined first (`PendingText`); this runs for every
     /// chunk of every answer.
+    ///
     /// Answers the agent whose conversation's title changed, if one did.
     pub fn record(&self, e: &Event) -> Option<String> {
         let mut title_changed = None;
