@@ -270,6 +270,21 @@ fn sign_in_in_a_terminal(app: &adw::Application) -> Result<(), String> {
         return Err(format!("the terminal shows {:?}", terminal.text()));
     }
     save_png(&f.win, "sign-in-terminal")?;
+    // Its Cancel is on the page as it opens (at 1100×720), not behind the
+    // composer or below the fold.
+    let cancel = page.method_button("cancel").ok_or("no Cancel")?;
+    let at = cancel.compute_bounds(&f.win).ok_or("Cancel has no bounds")?;
+    let composer = f
+        .win
+        .composer()
+        .compute_bounds(&f.win)
+        .ok_or("no composer bounds")?;
+    let shown = page.compute_bounds(&f.win).ok_or("the page has no bounds")?;
+    if at.y() + at.height() > composer.y().min(shown.y() + shown.height()) {
+        return Err(format!(
+            "Cancel at {at:?} is not above the composer at {composer:?} within the page {shown:?}"
+        ));
+    }
     terminal.feed_child("yes\n");
     spin_until("the page to give way", Duration::from_secs(20), || !page.active())?;
     spin_until(
@@ -423,7 +438,7 @@ fn terminal_in_a_tool_card(app: &adw::Application) -> Result<(), String> {
         f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
     })?;
     spin_until("the exit status", Duration::from_secs(10), || {
-        texts(&list).iter().any(|t| t == "Exited with status 0")
+        texts(&list).iter().any(|t| t == "Exited with status 1")
     })?;
     // A card drawn again starts a new view, fed from what was kept.
     let mut shown = String::new();

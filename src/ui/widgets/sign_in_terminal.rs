@@ -46,10 +46,14 @@ pub fn terminal_box(
             frame.set_child(None::<&gtk::Widget>);
         }
     }
-    widget.set_size_request(-1, 320);
+    // At least a dozen rows, and what the page has to spare: at 1100×720
+    // the terminal and its Cancel fit above the composer.
+    widget.set_size_request(-1, 200);
+    widget.set_vexpand(true);
     widget.set_hexpand(true);
     crate::ui::a11y::set_label(widget, &gettext("Sign-in terminal"));
     let frame = gtk::Frame::new(None);
+    frame.set_vexpand(true);
     frame.set_child(Some(widget));
     column.append(&frame);
     let cancel = crate::ui::a11y::mnemonic_button(&gettext("_Cancel"));
