@@ -135,7 +135,7 @@ pub async fn check_all(agent: &Agent, sid: &str) -> String {
 
 /// `terminal-colors`: a coloured terminal left in the tool card.
 pub async fn colors(agent: &Agent, sid: &str) -> String {
-    let script = "printf '\\033[1;32m✔ compiled\\033[0m parley v0.1.0\\n\\033[33mwarning\\033[0m: unused import\\n\\033[31merror\\033[0m[E0425]: cannot find value\\n'; sleep 0.3";
+    let script = "printf '\\033[1;32m✔ compiled\\033[0m parley v0.1.0\\n\\033[33mwarning\\033[0m: unused import\\n\\033[31merror\\033[0m[E0425]: cannot find value\\n'; sleep 0.3; exit 1";
     match create(agent, sid, "sh", &["-c", script], json!({})).await {
         Ok(id) => {
             show(agent, sid, "term-colors", "cargo build", &id, "in_progress");
