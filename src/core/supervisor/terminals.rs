@@ -80,12 +80,6 @@ impl TerminalService {
         let set = lock(&self.sets).get(agent).cloned();
         set.is_some_and(|t| t.any_running())
     }
-
-    /// A terminal's output so far and its exit status, if the agent has it.
-    pub fn output(&self, agent: &str, id: &str) -> Option<(String, Option<ExitStatus>)> {
-        let set = lock(&self.sets).get(agent).cloned()?;
-        set.output_of(id)
-    }
 }
 
 /// Output kept when the agent names no limit (and the most it may name).
@@ -346,17 +340,9 @@ impl Terminals {
         Ok(answer)
     }
 
-    /// The output so far (the window's view starts from it), by id.
     /// A command of the agent's still runs (the agent may be waiting on it).
     pub fn any_running(&self) -> bool {
         lock(&self.map).values().any(|t| t.exit.borrow().is_none())
-    }
-
-    pub fn output_of(&self, id: &str) -> Option<(String, Option<ExitStatus>)> {
-        let term = lock(&self.map).get(id).cloned()?;
-        let text = String::from_utf8_lossy(&lock(&term.buffer).data).into_owned();
-        let status = *term.exit.borrow();
-        Some((text, status))
     }
 
     /// `terminal/wait_for_exit`.
