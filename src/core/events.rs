@@ -58,6 +58,7 @@ events! {
     TurnStalled(TurnStalled) = "turn:stalled",
     ElicitationRequested(ElicitationRequest) = "elicitation:requested",
     ElicitationResolved(ElicitationResolved) = "elicitation:resolved",
+    ChangesUpdated(ChangesUpdated) = "changes:updated",
 }
 
 impl Event {
@@ -83,6 +84,7 @@ impl Event {
             Event::TurnStalled(e) => Some(&e.agent),
             Event::ElicitationRequested(e) => Some(&e.agent),
             Event::ElicitationResolved(e) => Some(&e.agent),
+            Event::ChangesUpdated(e) => Some(&e.agent),
             Event::HistoryStatus(_) | Event::RegistryProgress(_) | Event::RegistryChanged(_) => None,
         }
     }
@@ -156,6 +158,18 @@ pub struct PermissionResolved {
 }
 
 /// `turn:stalled`: the agent has sent nothing in its turn for
+/// `changes:updated`: a turn's checkpoints were recorded, or a revert or
+/// the review changed what the conversation's Changes show.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ChangesUpdated {
+    pub agent: String,
+    pub conversation: String,
+    pub turn: String,
+    /// Files the conversation's turns changed, in all.
+    pub files_changed: usize,
+}
+
 /// `limits.turnSilenceWarning` (`stalled`), or has again (`!stalled`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]

@@ -7,6 +7,7 @@ pub mod atomic;
 pub mod auth;
 pub mod channels;
 pub mod chat;
+pub mod checkpoints;
 pub mod config;
 pub mod events;
 pub mod files;

@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 
 use crate::core::auth::AuthService;
 use crate::core::chat::ChatService;
+use crate::core::checkpoints::{default_store, CheckpointService};
 use crate::core::config::service::{ConfigService, Hooks};
 use crate::core::events::{self, EventReceiver, EventSender};
 use crate::core::history::service::HistoryService;
@@ -79,6 +80,7 @@ pub struct Core {
     pub config: ConfigService,
     pub auth: AuthService,
     pub registry: RegistryService,
+    pub checkpoints: CheckpointService,
     events: EventSender,
 }
 
@@ -96,11 +98,13 @@ impl Core {
             terminals.clone(),
         );
         let history = HistoryService::new(tx.clone());
-        let chat = ChatService::new(agents.clone(), history.clone(), tx.clone());
+        let checkpoints = CheckpointService::new(tx.clone(), options.history.as_deref().map(default_store));
+        agents.set_write_gate(write_gate(&checkpoints));
+        let chat = ChatService::new(agents.clone(), history.clone(), checkpoints.clone(), tx.clone());
         let (config, bytes) = ConfigService::new(
             options.config_path,
             tx.clone(),
-            config_hooks(&agents, &chat, &history),
+            config_hooks(&agents, &chat, &history, &checkpoints),
         )?;
         let auth = AuthService::new(agents.clone(), chat.clone());
         let registry = RegistryService::new(tx.clone(), config.clone(), agents.clone());
@@ -120,6 +124,7 @@ impl Core {
                 config,
                 auth,
                 registry,
+                checkpoints,
                 events: tx,
             },
             rx,
@@ -135,6 +140,8 @@ impl Core {
     pub async fn shutdown(&self) {
         self.config.stop_watching();
         self.agents.shutdown().await;
+        // The last turns' snapshots are recorded before the files go.
+        self.checkpoints.settle(std::time::Duration::from_secs(30)).await;
         // What the ended turns wrote is on disk, and the file is let go
         // (another Parley may write it now).
         if let Some(h) = self.history.flushed() {
@@ -241,6 +248,39 @@ impl Core {
                 to(serde_json::to_value(self.history.search(&s(0)?, limit).await?))
             }
             "ChatService.Export" => Ok(self.chat.export(&s(0)?).map(Value::String)?),
+            "ChatService.Changes" => {
+                let conversation = opt_str(params, 1);
+                let turn = opt_str(params, 2);
+                to(serde_json::to_value(
+                    self.chat.changes(&s(0)?, conversation, turn).await?,
+                ))
+            }
+            "ChatService.Revert" => {
+                let hunk = params.get(3).and_then(Value::as_u64).map(|h| h as usize);
+                let merge = params.get(4).and_then(Value::as_bool).unwrap_or(false);
+                to(serde_json::to_value(
+                    self.chat
+                        .revert(&s(0)?, &s(1)?, opt_str(params, 2), hunk, merge)
+                        .await?,
+                ))
+            }
+            "ChatService.UndoTurn" => {
+                let merge = params.get(2).and_then(Value::as_bool).unwrap_or(false);
+                to(serde_json::to_value(
+                    self.chat.undo_turn(&s(0)?, opt_str(params, 1), merge).await?,
+                ))
+            }
+            "ChatService.UndoRevert" => {
+                to(serde_json::to_value(self.chat.undo_revert(&s(0)?, &s(1)?).await?))
+            }
+            "ChatService.Keep" => {
+                let hunk = params.get(3).and_then(Value::as_u64).map(|h| h as usize);
+                Ok(self
+                    .chat
+                    .keep(&s(0)?, &s(1)?, &s(2)?, hunk)
+                    .await
+                    .map(|_| Value::Null)?)
+            }
             "ChatService.HistoryStatus" => to(serde_json::to_value(self.history.status())),
             "RegistryService.List" => to(serde_json::to_value(
                 self.registry
@@ -286,10 +326,23 @@ impl Core {
     }
 }
 
+/// An optional string argument (absent, `null` or `""`: none).
+fn opt_str(params: &[Value], i: usize) -> Option<&str> {
+    params.get(i).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
 /// What a valid configuration changes, and what opening another file stops.
-fn config_hooks(agents: &AgentService, chat: &ChatService, history: &HistoryService) -> Hooks {
-    let (a, c) = (agents.clone(), chat.clone());
+fn config_hooks(
+    agents: &AgentService,
+    chat: &ChatService,
+    history: &HistoryService,
+    checkpoints: &CheckpointService,
+) -> Hooks {
+    let (a, c, k) = (agents.clone(), chat.clone(), checkpoints.clone());
     let apply = move |config: &crate::core::config::model::Config| {
+        k.set_settings(crate::core::checkpoints::Settings::from_config(
+            &config.checkpoints,
+        ));
         a.set_global_mcp_servers(config.mcp_servers.clone());
         c.set_permission_rules(config.permissions.clone());
         c.set_turn_silence(config.limits.silence_warning());
@@ -315,6 +368,16 @@ fn config_hooks(agents: &AgentService, chat: &ChatService, history: &HistoryServ
         offers: Box::new(offers),
         leave: Box::new(leave),
     }
+}
+
+/// A file write of the agent's waits for its turn's first snapshot.
+fn write_gate(checkpoints: &CheckpointService) -> crate::core::supervisor::WriteGate {
+    let k = checkpoints.clone();
+    std::sync::Arc::new(move |agent: &str| {
+        let (k, agent) = (k.clone(), agent.to_owned());
+        Box::pin(async move { k.before_recorded(&agent).await })
+            as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+    })
 }
 
 /// `ChatService.Send`'s third argument: a list of file paths, or of

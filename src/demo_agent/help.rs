@@ -87,6 +87,9 @@ Prompt keywords (the prompt's first word):
                        override in the tool's title
   fs-read PATH         ask Parley to read PATH and show the answer
   fs-write PATH TEXT   ask Parley to write TEXT to PATH and show the answer
+  disk-edit OP...      change files in the cwd by itself (not through fs/*):
+                       write:PATH=TEXT, append:PATH=TEXT, delete:PATH,
+                       rename:FROM=TO (in TEXT, \\n is a newline, \\s a space)
   fs-race N OUTSIDE    swap a directory of the cwd with a symlink to OUTSIDE
                        (renameat2 RENAME_EXCHANGE) while reading and writing
                        through it N times; report what came from outside

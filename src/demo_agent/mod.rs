@@ -18,6 +18,7 @@
 
 mod auth;
 mod controls;
+mod disk;
 mod elicitation;
 mod fs_boundary;
 mod handshake;

@@ -11,8 +11,8 @@ use serde_json::{json, Value};
 
 use super::state::Agent;
 use super::{
-    controls, elicitation, fs_boundary, help, hostile_text, permissions, session_updates, sessions, showcase,
-    terminals, turns, unknown_messages,
+    controls, disk, elicitation, fs_boundary, help, hostile_text, permissions, session_updates, sessions,
+    showcase, terminals, turns, unknown_messages,
 };
 
 fn words(text: &str) -> Vec<&str> {
@@ -81,6 +81,14 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
             "end_turn".to_string()
         }
         "fs-read" => fs_boundary::read(&agent, &sid, word(1, "")).await,
+        "disk-edit" => {
+            // An agent thinks before it acts (a model's answer comes first).
+            agent.chunk(&sid, "agent_thought_chunk", "Deciding what to change…");
+            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            let said = disk::edit(w.get(1..).unwrap_or_default());
+            agent.chunk(&sid, "agent_message_chunk", &said);
+            "end_turn".to_string()
+        }
         "fs-write" => fs_boundary::write(&agent, &sid, word(1, ""), &rest(2)).await,
         "received" => {
             agent.chunk(&sid, "agent_message_chunk", &controls::received(&agent));

@@ -6,6 +6,7 @@ mod acp;
 mod attention;
 mod auth;
 mod chat;
+mod checkpoints;
 mod cli;
 mod common;
 mod config;

@@ -22,6 +22,8 @@ Usage:
   parley-cli conversations AGENT [--config FILE]
   parley-cli search QUERY [--config FILE]
   parley-cli export AGENT CONVERSATION [--config FILE]
+  parley-cli changes AGENT [CONVERSATION] [--config FILE]
+  parley-cli undo AGENT [TURN] [--merge] [--config FILE]
   parley-cli registry list [--refresh] [--config FILE]
   parley-cli registry add ID [--config FILE]
   parley-cli registry update [ID] [--config FILE]

@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Some("serve") => serve::serve(&args[1..]),
         Some("auth") => auth::auth(&args[1..]),
         Some(command @ ("conversations" | "search" | "export")) => history(command, &args[1..]),
+        Some(command @ ("changes" | "undo")) => changes(command, &args[1..]),
         Some("registry") => registry(&args[1..]),
         Some("--help" | "-h" | "help") => {
             print!("{USAGE}");
@@ -215,6 +216,69 @@ fn history(command: &str, args: &[String]) -> ExitCode {
                 if !text.is_empty() {
                     println!("{}", text.trim_end());
                 }
+                0
+            }
+            Err(e) => {
+                eprintln!("parley-cli: {e}");
+                1
+            }
+        }
+    });
+    ExitCode::from(code)
+}
+
+/// `changes AGENT [CONVERSATION]`: what the turns of the agent's latest
+/// conversation (or the one named) changed, as `ChatService.Changes`
+/// answers. `undo AGENT [TURN] [--merge]`: `ChatService.UndoTurn` in the
+/// latest conversation (its last turn when none is named).
+fn changes(command: &str, args: &[String]) -> ExitCode {
+    let merge = args.iter().any(|a| a == "--merge");
+    let args: Vec<String> = args.iter().filter(|a| *a != "--merge").cloned().collect();
+    let Opts { rest, config, .. } = match options(&args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("parley-cli: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if rest.is_empty() || rest.len() > 2 || (merge && command != "undo") {
+        return usage();
+    }
+    let rt = runtime();
+    let code = rt.block_on(async move {
+        let Some((core, _rx)) = core(config, false) else {
+            return 2;
+        };
+        let agent = rest[0].as_str();
+        let named = (command == "changes").then(|| rest.get(1).cloned()).flatten();
+        let result: Result<String, String> = async {
+            let conversation = match named {
+                Some(c) => c,
+                None => core
+                    .chat
+                    .list(agent, 0, 1)
+                    .await?
+                    .conversations
+                    .first()
+                    .map(|c| c.id.clone())
+                    .ok_or_else(|| gettext_f("{agent} has no stored conversation", &[("agent", agent)]))?,
+            };
+            if command == "changes" {
+                let c = core.chat.changes(agent, Some(&conversation), None).await?;
+                return Ok(serde_json::to_string(&c).unwrap_or_default());
+            }
+            core.chat.open(agent, &conversation).await?;
+            let r = core
+                .chat
+                .undo_turn(agent, rest.get(1).map(String::as_str), merge)
+                .await?;
+            Ok(serde_json::to_string(&r).unwrap_or_default())
+        }
+        .await;
+        core.shutdown().await;
+        match result {
+            Ok(text) => {
+                println!("{text}");
                 0
             }
             Err(e) => {

@@ -33,7 +33,9 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::fs_syscalls::{c_path, fstat, in_groups, is_kind, lstat_at, open_beneath, readlink_at, replace};
+use super::fs_syscalls::{
+    c_path, fstat, in_groups, is_kind, lstat_at, make_dir_at, open_beneath, readlink_at, replace, unlink_at,
+};
 
 /// The most a read answers with, counted as the JSON string it becomes
 /// (escapes included): one protocol line ([`super::MAX_LINE_BYTES`]) less
@@ -363,6 +365,12 @@ impl FsScope {
     /// rename), keeping the permissions of a file it replaces. A symlink at
     /// the path is written through (it stays a link) when it stays inside.
     pub fn write(&self, path: &Path, content: &str) -> Result<(), FsError> {
+        self.write_bytes(path, content.as_bytes())
+    }
+
+    /// [`FsScope::write`] of any bytes (a checkpoint's revert writes back
+    /// what a file held, text or not).
+    pub fn write_bytes(&self, path: &Path, content: &[u8]) -> Result<(), FsError> {
         let (root, mut rel) = self.beneath(path)?;
         for _ in 0..MAX_LINKS {
             let Some((parent, name)) = split(&rel) else {
@@ -398,9 +406,52 @@ impl FsScope {
                     Some(st.st_mode & 0o777)
                 }
             };
-            return replace(&dir, name, mode, content.as_bytes()).map_err(|e| Self::io(path, e));
+            return replace(&dir, name, mode, content).map_err(|e| Self::io(path, e));
         }
         Err(Self::io(path, io::Error::from_raw_os_error(libc::ELOOP)))
+    }
+
+    /// Removes a file (or a link: never what it points to) beneath the
+    /// root; one that is not there already is no error.
+    pub fn remove(&self, path: &Path) -> Result<(), FsError> {
+        let (root, rel) = self.beneath(path)?;
+        let Some((parent, name)) = split(&rel) else {
+            return Err(FsError::NotRegular(path.display().to_string()));
+        };
+        let dir = match open_beneath(root.as_raw_fd(), parent, libc::O_PATH | libc::O_DIRECTORY, 0) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            other => other.map_err(|e| self.fail(path, e))?,
+        };
+        match lstat_at(&dir, name) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            Err(e) => return Err(Self::io(path, e)),
+            Ok(st) if is_kind(&st, libc::S_IFDIR) => {
+                return Err(FsError::NotRegular(path.display().to_string()))
+            }
+            Ok(_) => {}
+        }
+        unlink_at(&dir, name).map_err(|e| Self::io(path, e))
+    }
+
+    /// Makes the directories leading to `path` that are missing, each
+    /// beneath the root.
+    pub fn make_parents(&self, path: &Path) -> Result<(), FsError> {
+        let (root, rel) = self.beneath(path)?;
+        let Some(parent) = rel.parent() else { return Ok(()) };
+        let mut sofar = PathBuf::new();
+        for part in parent.components() {
+            let Component::Normal(name) = part else {
+                return Err(self.outside(path));
+            };
+            let dir = open_beneath(root.as_raw_fd(), &sofar, libc::O_PATH | libc::O_DIRECTORY, 0)
+                .map_err(|e| self.fail(path, e))?;
+            match make_dir_at(&dir, name) {
+                Err(e) if e.raw_os_error() != Some(libc::EEXIST) => return Err(Self::io(path, e)),
+                _ => {}
+            }
+            sofar.push(name);
+        }
+        Ok(())
     }
 
     /// An atomic replace only needs the directory to be writable, so it would

@@ -112,6 +112,26 @@ pub(super) fn readlink_at(dir: &OwnedFd, name: &OsStr) -> io::Result<PathBuf> {
     Ok(PathBuf::from(OsString::from_vec(buf)))
 }
 
+/// `unlinkat` of a name (not a directory) in a directory fd.
+pub(super) fn unlink_at(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
+    let name = c_path(Path::new(name))?;
+    // SAFETY: `name` is a valid path; `dir` is an open directory fd.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), 0) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `mkdirat` of a name in a directory fd, mode 0o777 under the umask.
+pub(super) fn make_dir_at(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
+    let name = c_path(Path::new(name))?;
+    // SAFETY: `name` is a valid path; `dir` is an open directory fd.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), 0o777) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 pub(super) fn is_kind(st: &libc::stat, kind: libc::mode_t) -> bool {
     st.st_mode & libc::S_IFMT == kind
 }

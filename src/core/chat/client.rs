@@ -91,7 +91,12 @@ impl AgentClient for ChatClient {
 
 impl ChatService {
     /// Creates the conversations and registers them as the supervisor's client.
-    pub fn new(supervisor: AgentService, history: HistoryService, events: EventSender) -> Self {
+    pub fn new(
+        supervisor: AgentService,
+        history: HistoryService,
+        checkpoints: crate::core::checkpoints::CheckpointService,
+        events: EventSender,
+    ) -> Self {
         let chat = ChatService {
             inner: Arc::new(ChatInner {
                 convs: Mutex::new(HashMap::new()),
@@ -102,6 +107,7 @@ impl ChatService {
                 next_id: AtomicU64::new(1),
                 conv_serial: AtomicU64::new(1),
                 history,
+                checkpoints,
                 files: Default::default(),
                 live: Mutex::default(),
                 rules: Mutex::default(),

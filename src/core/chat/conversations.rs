@@ -486,8 +486,10 @@ impl ChatService {
                 return Err(ChatError::History(h.writer().failure().unwrap_or_default()));
             }
             self.inner.history.recorder().send(Op::Delete {
-                conversation: stored_id,
+                conversation: stored_id.clone(),
             });
+            // Its checkpoints go with it.
+            self.inner.checkpoints.forget(&stored_id).await;
         }
         if let (Some(sid), Some((conn, _)), Some(caps)) =
             (session, sup.connection(agent), sup.capabilities(agent))

@@ -6,6 +6,7 @@
 //! conversations, the inbox, attachments.
 
 mod attachments;
+mod changes;
 mod client;
 mod closing;
 pub mod conversations;

@@ -128,6 +128,8 @@ pub enum ChatError {
     NoSuchElicitation(String),
     /// An elicitation's answer does not fit what was asked: why.
     InvalidAnswer(String),
+    /// Changes, a revert or an undo could not be done: why.
+    Changes(String),
 }
 
 impl ChatError {
@@ -148,7 +150,9 @@ impl ChatError {
             ),
             ChatError::Refused(why) => gettext_f("the agent refused: {why}", &[("why", why)]),
             ChatError::Unavailable(why) | ChatError::ReadOnly(why) | ChatError::History(why) => why.clone(),
-            ChatError::Attachment(why) | ChatError::InvalidAnswer(why) => why.clone(),
+            ChatError::Attachment(why) | ChatError::InvalidAnswer(why) | ChatError::Changes(why) => {
+                why.clone()
+            }
             ChatError::NoSuchElicitation(id) => gettext_f("no pending elicitation {id}", &[("id", id)]),
             ChatError::Busy => gettext("the agent is answering; cancel its turn first"),
             ChatError::NoSuchConversation(id) => gettext_f("no conversation {id}", &[("id", id)]),
@@ -204,6 +208,8 @@ pub(super) struct ChatInner {
     pub(super) conv_serial: AtomicU64,
     /// Where conversations are kept, and the recorder that writes them.
     pub(super) history: HistoryService,
+    /// The turns' snapshots (what the agent changed).
+    pub(super) checkpoints: crate::core::checkpoints::CheckpointService,
     /// The files under the agents' working directories, for @-mentions.
     pub(super) files: crate::core::files::FileIndexes,
     /// Sessions left open in their agent's process by New or Open (agents

@@ -122,7 +122,13 @@ impl ChatService {
             self.system_message(agent, MessageCode::AgentUnavailable, Some(e.to_string()));
             return;
         }
+        // The snapshot before the turn starts now, the one after is taken
+        // however the turn ends (a crash too).
+        let checkpoint = self.begin_checkpoint(agent, id);
         let end = self.prompt_turn(agent, id, &conn, generation).await;
+        if let Some(start) = checkpoint {
+            self.inner.checkpoints.end(start);
+        }
         sup.release(agent);
         match end {
             Some(TurnEnd::SignIn(why)) => {
@@ -232,6 +238,13 @@ impl ChatService {
             c.activity = c.activity.wrapping_add(1);
         }
         self.watch_silence(agent, &give_up);
+        // The snapshot before the turn (begun before the session opened)
+        // gets a few milliseconds more; then it goes on while the agent
+        // thinks.
+        self.inner
+            .checkpoints
+            .before_recorded_within(agent, std::time::Duration::from_millis(5))
+            .await;
         // Dropping the prompt's future (Cancel not answered in time) sends
         // `$/cancel_request` for it.
         let answer = tokio::select! {

@@ -18,6 +18,8 @@ pub struct Config {
     /// MCP servers for every agent.
     pub mcp_servers: Vec<McpServerDef>,
     pub channels: Vec<Channel>,
+    /// What the turns' checkpoints keep.
+    pub checkpoints: CheckpointSettings,
     /// Permission rules, in order: the first that matches answers.
     pub permissions: Vec<PermissionRule>,
 }
@@ -89,6 +91,27 @@ impl Limits {
     /// `None` means never (`"0"`).
     pub fn silence_warning(&self) -> Option<Duration> {
         parse_duration(&self.turn_silence_warning).filter(|d| !d.is_zero())
+    }
+}
+
+/// `checkpoints`: Parley's snapshots of the agents' directories per turn.
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CheckpointSettings {
+    pub enabled: bool,
+    /// Turns older than this lose their checkpoints (`"0"`: never).
+    pub keep_for: String,
+    /// Past this many MiB in all, the oldest turns' checkpoints go.
+    pub max_size_mib: u64,
+}
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        CheckpointSettings {
+            enabled: true,
+            keep_for: "30d".into(),
+            max_size_mib: 2048,
+        }
     }
 }
 

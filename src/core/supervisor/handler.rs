@@ -53,7 +53,13 @@ impl AgentHandler {
         let fs = self.fs.clone();
         let (agent, supervisor, logs) = (self.agent.clone(), self.supervisor.clone(), self.logs.clone());
         let method = method.to_owned();
+        let gate = matches!(request, acp::fs::FsRequest::Write { .. })
+            .then(|| self.supervisor().and_then(|s| s.write_gate()))
+            .flatten();
         runtime.spawn(async move {
+            if let Some(gate) = gate {
+                gate(&agent).await;
+            }
             let result = fs.serve(request, acp::fs::REQUEST_TIMEOUT).await;
             if let Err(e) = &result {
                 // As `Handler::log` does; `self` does not live this long.

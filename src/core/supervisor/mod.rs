@@ -283,11 +283,18 @@ struct Shared {
     terminals: terminals::TerminalService,
     /// The newer versions the registry has, by agent (given by `Core`).
     updates: RwLock<Option<UpdateSource>>,
+    /// What a file write of an agent waits for first (see [`WriteGate`]).
+    write_gate: RwLock<Option<WriteGate>>,
 }
 
 /// The newer version an agent's registry has, if any (the registry read
 /// last tells it).
 pub type UpdateSource = Box<dyn Fn(&AgentDef) -> Option<String> + Send + Sync>;
+
+/// Awaited before an agent's `fs/write_text_file` is done: the snapshot
+/// before its turn must be taken first (the checkpoints give it).
+pub type WriteGate =
+    Arc<dyn Fn(&str) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
 
 #[derive(Clone)]
 pub struct AgentService {
@@ -357,6 +364,7 @@ impl AgentService {
             scope: RwLock::new(String::new()),
             terminals,
             updates: RwLock::new(None),
+            write_gate: RwLock::new(None),
         });
         let service = AgentService { shared };
         service.watch_idle();
@@ -367,6 +375,18 @@ impl AgentService {
     /// time it reads the registry).
     pub fn set_updates(&self, source: UpdateSource) {
         *self.shared.updates.write().unwrap_or_else(|e| e.into_inner()) = Some(source);
+    }
+
+    pub fn set_write_gate(&self, gate: WriteGate) {
+        *self.shared.write_gate.write().unwrap_or_else(|e| e.into_inner()) = Some(gate);
+    }
+
+    pub(super) fn write_gate(&self) -> Option<WriteGate> {
+        self.shared
+            .write_gate
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     pub fn set_client(&self, client: Arc<dyn AgentClient>) {

@@ -295,6 +295,12 @@ impl AppModel {
                         touched(&a, &mut changed);
                     }
                 }
+                Event::ChangesUpdated(c) => {
+                    if let Some(a) = self.agent(&c.agent) {
+                        a.conversation()
+                            .set_changes(&c.conversation, c.files_changed as u32);
+                    }
+                }
                 Event::TerminalOutput(o) => self.imp().terminals.output(&o.terminal_id, &o.data),
                 Event::TerminalExited(e) => {
                     self.imp()

@@ -54,6 +54,9 @@ mod imp {
         /// Why the current conversation cannot go on, or "" (it can).
         #[property(get)]
         pub read_only: RefCell<String>,
+        /// Files the conversation's turns changed (the Changes badge).
+        #[property(get)]
+        pub files_changed: Cell<u32>,
         pub elicitations: RefCell<Vec<crate::core::events::ElicitationRequest>>,
         /// Loaded from `Conversation(agent)` when first asked for: its last
         /// page, then earlier pages as the view scrolls up.
@@ -204,6 +207,35 @@ impl ConversationObject {
         }
     }
 
+    /// Takes a `changes:updated` of `conversation` (this one's or not).
+    pub fn set_changes(&self, conversation: &str, files: u32) {
+        let id = self.conversation_id();
+        let current = if id.is_empty() {
+            format!("unsaved-{}", self.agent())
+        } else {
+            id
+        };
+        if current == conversation && self.imp().files_changed.replace(files) != files {
+            self.notify_files_changed();
+        }
+    }
+
+    /// Reads how many files the current conversation's turns changed.
+    pub fn refresh_changes(&self) {
+        let (core, agent) = (self.core().clone(), self.agent());
+        let this = self.downgrade();
+        runtime::call(
+            async move { core.chat.changes(&agent, None, None).await },
+            move |r| {
+                let Some(this) = this.upgrade() else { return };
+                let files = r.map(|c| c.files_changed as u32).unwrap_or(0);
+                if this.imp().files_changed.replace(files) != files {
+                    this.notify_files_changed();
+                }
+            },
+        );
+    }
+
     /// Takes a `conversation:switched`: the current conversation is
     /// another (its last page is read again, into the same list), or
     /// became read-only.
@@ -216,6 +248,7 @@ impl ConversationObject {
             "conversation-id",
         );
         set_string(self, &imp.read_only, read_only.unwrap_or_default(), "read-only");
+        self.refresh_changes();
         let Some(store) = self.loaded_messages() else {
             return;
         };
