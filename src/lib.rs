@@ -38,6 +38,10 @@
 //!     elicitation (forms checked against their schema, links), hung turns
 //!     (the silence watch, a Cancel's grace), session options, the inbox;
 //!     its state in `chat::state`, each part an `impl` of its own.
+//!   - [`core::checkpoints`]: `CheckpointService`: each turn's files
+//!     recorded before and after in a shadow git repository of Parley's,
+//!     the Changes of a conversation, reverts (three-way where a file
+//!     changed since) and their Undo.
 //!   - [`core::history`]: the SQLite store, and `HistoryService`
 //!     ([`core::history::service`]): the recorder, search, status.
 //!   - [`core::config`]: model, parsing with line and column, schema and

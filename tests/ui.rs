@@ -2214,6 +2214,8 @@ mod model_api;
 #[path = "ui/real_agents.rs"]
 mod real_agents;
 
+#[path = "ui/changes.rs"]
+mod changes;
 #[path = "ui/pickers_fit.rs"]
 mod pickers_fit;
 
@@ -3083,6 +3085,7 @@ fn main() {
             settings_editor_shows_problems,
         ),
         ("ui::dark_style", dark_style),
+        ("ui::changes_review_and_undo", changes::review_and_undo),
         (
             "ui::custom_colours_have_enough_contrast",
             custom_colours_have_enough_contrast,

@@ -350,10 +350,10 @@ mod tests {
         });
         let wire = serde_json::to_value(&e).expect("json");
         assert_eq!(wire["event"], e.name());
-        assert_eq!(Event::NAMES.len(), 22);
+        assert_eq!(Event::NAMES.len(), 23);
         let mut names = Event::NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 22, "distinct");
+        assert_eq!(names.len(), 23, "distinct");
     }
 }

@@ -133,6 +133,7 @@ pub fn announce(widget: &impl IsA<gtk::Widget>, text: &str, priority: Priority) 
     // Whatever it came from (an agent's text, a file's), no control
     // character reaches the screen reader raw, and no NUL reaches GTK.
     let text = crate::ui::markdown::visible(text);
+    LAST.with(|l| l.replace(text.to_string()));
     if let Some(f) = announce_fn() {
         let Ok(message) = std::ffi::CString::new(text.as_bytes()) else {
             return;
@@ -184,6 +185,13 @@ fn outer_editable(focus: &gtk::Widget) -> Option<gtk::Widget> {
 thread_local! {
     /// How many announcements were made (the main thread's only).
     static SAID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// What was announced last (for the window tests).
+    static LAST: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// What [`announce`] said last on this thread.
+pub fn last_announcement() -> String {
+    LAST.with(|l| l.borrow().clone())
 }
 
 /// Tells a screen reader that a form's field must be filled in.

@@ -11,7 +11,7 @@ use crate::core::checkpoints::{Changes, CheckpointError, Reverted, TurnStart};
 impl ChatService {
     /// The key the open conversation's checkpoints go under: its id in the
     /// history, or one for the agent while it is not stored.
-    pub(super) fn checkpoint_key(&self, agent: &str) -> String {
+    pub fn checkpoint_key(&self, agent: &str) -> String {
         lock(&self.inner.convs)
             .get(agent)
             .and_then(|c| c.conversation.clone())
@@ -100,7 +100,7 @@ impl ChatService {
                     .rev()
                     .find(|t| !t.pending)
                     .map(|t| t.turn.clone())
-                    .ok_or_else(|| ChatError::Changes(CheckpointError::NoTurn(String::new()).to_string()))?
+                    .ok_or(ChatError::Checkpoint(CheckpointError::NoTurn(String::new())))?
             }
         };
         Ok(self
@@ -132,6 +132,6 @@ impl ChatService {
 
 impl From<CheckpointError> for ChatError {
     fn from(e: CheckpointError) -> Self {
-        ChatError::Changes(e.to_string())
+        ChatError::Checkpoint(e)
     }
 }

@@ -129,7 +129,7 @@ pub enum ChatError {
     /// An elicitation's answer does not fit what was asked: why.
     InvalidAnswer(String),
     /// Changes, a revert or an undo could not be done: why.
-    Changes(String),
+    Checkpoint(crate::core::checkpoints::CheckpointError),
 }
 
 impl ChatError {
@@ -150,9 +150,8 @@ impl ChatError {
             ),
             ChatError::Refused(why) => gettext_f("the agent refused: {why}", &[("why", why)]),
             ChatError::Unavailable(why) | ChatError::ReadOnly(why) | ChatError::History(why) => why.clone(),
-            ChatError::Attachment(why) | ChatError::InvalidAnswer(why) | ChatError::Changes(why) => {
-                why.clone()
-            }
+            ChatError::Attachment(why) | ChatError::InvalidAnswer(why) => why.clone(),
+            ChatError::Checkpoint(e) => e.to_string(),
             ChatError::NoSuchElicitation(id) => gettext_f("no pending elicitation {id}", &[("id", id)]),
             ChatError::Busy => gettext("the agent is answering; cancel its turn first"),
             ChatError::NoSuchConversation(id) => gettext_f("no conversation {id}", &[("id", id)]),

@@ -180,6 +180,7 @@ impl ConversationObject {
                 conv.read_only.as_deref().unwrap_or_default(),
                 "read-only",
             );
+            self.refresh_changes();
         }
         imp.messages.replace(Some(store.clone()));
         store

@@ -76,6 +76,17 @@ impl ParleyWindow {
         self.conversation_action("rename-conversation", |win, agent, id| win.ask_rename(agent, id));
         self.conversation_action("delete-conversation", |win, agent, id| win.ask_delete(agent, id));
         self.plain_action("export-conversation", |win| win.export_conversation());
+        self.plain_action("show-changes", |win| {
+            let Some(agent) = win.selected_object() else {
+                return;
+            };
+            crate::ui::widgets::changes_view::show(
+                win.upcast_ref(),
+                win.core().clone(),
+                &agent.name(),
+                &agent.title(),
+            );
+        });
         self.plain_action("search-conversations", |win| {
             let weak = win.downgrade();
             let open = move |agent: &str, conversation: &str, message: &str| {

@@ -49,6 +49,8 @@ pub mod imp {
         #[template_child]
         pub context_meter: TemplateChild<gtk::Label>,
         #[template_child]
+        pub changes_button: TemplateChild<gtk::Button>,
+        #[template_child]
         pub permission_banner: TemplateChild<PermissionBanner>,
         #[template_child]
         pub conversation_stack: TemplateChild<gtk::Stack>,
@@ -358,6 +360,11 @@ impl ParleyWindow {
         self.imp().permission_banner.get()
     }
 
+    /// The header's "N files changed" button (opens the Changes).
+    pub fn changes_button(&self) -> gtk::Button {
+        self.imp().changes_button.get()
+    }
+
     pub fn conversation_view(&self) -> ConversationView {
         self.imp().conversation_view.get()
     }
@@ -412,6 +419,7 @@ impl ParleyWindow {
             imp.conversation_title.set_title(&gettext("Parley"));
             imp.conversation_title.set_subtitle("");
             imp.context_meter.set_visible(false);
+            imp.changes_button.set_visible(false);
             return;
         };
         let mut handlers = agent.connect_any_notify(glib::clone!(
@@ -499,6 +507,15 @@ impl ParleyWindow {
             ));
         }
         imp.context_meter.set_label(&shown.join(" · "));
+        // "3 files changed": the Changes of the conversation, one click away.
+        let files = agent.conversation().files_changed();
+        let changed = crate::i18n::fill(
+            &crate::i18n::ngettext("{n} file changed", "{n} files changed", files),
+            &[("n", &files.to_string())],
+        );
+        imp.changes_button.set_visible(files > 0);
+        imp.changes_button.set_label(&changed);
+        crate::ui::a11y::set_label(&*imp.changes_button, &changed);
         let text = told.join("\n");
         imp.context_meter.set_tooltip_text(Some(&text));
         crate::ui::a11y::set_label(&*imp.context_meter, &told.join(". "));

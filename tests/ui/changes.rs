@@ -1,0 +1,145 @@
+//! The Changes window (issue 42): a turn of the demo agent that edits a
+//! file by itself shows "1 file changed" in the header; the window lists
+//! the file and its hunks (light, dark, 360 px); Revert of one hunk takes
+//! back only that one and says "Reverted src/main.rs"; its Undo puts it
+//! back; Undo Turn restores the file.
+
+use super::*;
+
+/// Thirty numbered lines, `changed` ones in capitals.
+fn lines(changed: &[usize]) -> String {
+    (1..=30)
+        .map(|i| {
+            if changed.contains(&i) {
+                format!("LINE {i}\n")
+            } else {
+                format!("line {i}\n")
+            }
+        })
+        .collect()
+}
+
+/// The agent's text for a `disk-edit` that writes `text` to `path`.
+fn disk_write(path: &str, text: &str) -> String {
+    format!(
+        "disk-edit write:{path}={}",
+        text.replace('\n', "\\n").replace(' ', "\\s")
+    )
+}
+
+fn changes_window(_app: &adw::Application) -> Option<adw::Window> {
+    gtk::Window::list_toplevels()
+        .into_iter()
+        .filter_map(|w| w.downcast::<adw::Window>().ok())
+        .find(|w| w.title().as_deref() == Some("Changes") && w.is_visible())
+}
+
+fn expanders(w: &gtk::Widget) -> Vec<adw::ExpanderRow> {
+    let mut out = Vec::new();
+    let mut child = w.first_child();
+    while let Some(c) = child {
+        if let Ok(e) = c.clone().downcast::<adw::ExpanderRow>() {
+            out.push(e);
+        }
+        out.extend(expanders(&c));
+        child = c.next_sibling();
+    }
+    out
+}
+
+fn button_named(w: &gtk::Widget, label: &str) -> Option<gtk::Button> {
+    buttons(w)
+        .into_iter()
+        .find(|b| b.label().as_deref() == Some(label) && b.is_sensitive())
+}
+
+pub fn review_and_undo(app: &adw::Application) -> Result<(), String> {
+    let project = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let main = project.path().join("src/main.rs");
+    std::fs::create_dir_all(project.path().join("src")).map_err(|e| e.to_string())?;
+    std::fs::write(&main, lines(&[])).map_err(|e| e.to_string())?;
+    let f = open_window(app, &auth_config("", project.path()))?;
+    select_demo(&f)?;
+    type_and_send(&f, &disk_write("src/main.rs", &lines(&[2, 26])));
+    let button = f.win.changes_button();
+    spin_until("the Changes button", Duration::from_secs(20), || {
+        button.is_visible()
+    })?;
+    if button.label().as_deref() != Some("1 file changed") {
+        return Err(format!("the button says {:?}", button.label()));
+    }
+    // Opened as the keyboard would: the action behind the button.
+    button.emit_clicked();
+    spin_until("the Changes window", Duration::from_secs(5), || {
+        changes_window(app).is_some()
+    })?;
+    let window = changes_window(app).ok_or("no Changes window")?;
+    spin_until("the file in it", Duration::from_secs(10), || {
+        expanders(window.upcast_ref())
+            .iter()
+            .any(|e| e.title() == "src/main.rs")
+    })
+    .map_err(|e| {
+        let c = parley::ui::runtime::runtime().block_on(f.core.chat.changes("demo", None, None));
+        format!("{e}; shown: {:?}; changes: {c:?}", texts(window.upcast_ref()))
+    })?;
+    let row = expanders(window.upcast_ref())
+        .into_iter()
+        .find(|e| e.title() == "src/main.rs")
+        .ok_or("no row")?;
+    row.set_expanded(true);
+    spin(Duration::from_millis(300));
+    let shown = texts(window.upcast_ref());
+    if !shown.iter().any(|t| t.contains("+LINE 2")) || !shown.iter().any(|t| t.contains("+LINE 26")) {
+        return Err(format!("the hunks are not shown: {shown:?}"));
+    }
+    let style = adw::StyleManager::default();
+    for (width, dark, name) in [
+        (820, false, "42-changes-light"),
+        (820, true, "42-changes-dark"),
+        (360, false, "42-changes-narrow"),
+    ] {
+        style.set_color_scheme(if dark {
+            adw::ColorScheme::ForceDark
+        } else {
+            adw::ColorScheme::ForceLight
+        });
+        window.set_default_size(width, 680);
+        spin_until(&format!("the width {width}"), Duration::from_secs(5), || {
+            window.width() <= width + 2
+        })?;
+        spin(Duration::from_millis(300));
+        save_png(&window, name)?;
+    }
+    style.set_color_scheme(adw::ColorScheme::Default);
+    window.set_default_size(820, 680);
+
+    // Revert the second hunk only.
+    let reverts: Vec<gtk::Button> = buttons(window.upcast_ref())
+        .into_iter()
+        .filter(|b| b.label().as_deref() == Some("_Revert"))
+        .collect();
+    if reverts.len() != 2 {
+        return Err(format!("{} Revert buttons, not one per hunk", reverts.len()));
+    }
+    reverts[1].emit_clicked();
+    spin_until("the second hunk reverted", Duration::from_secs(10), || {
+        std::fs::read_to_string(&main).ok() == Some(lines(&[2]))
+    })?;
+    spin_until("the announcement", Duration::from_secs(5), || {
+        parley::ui::a11y::last_announcement() == "Reverted src/main.rs"
+    })?;
+    spin_until("the window read again", Duration::from_secs(10), || {
+        texts(window.upcast_ref()).iter().any(|t| t == "Reverted")
+    })?;
+    save_png(&window, "42-changes-reverted")?;
+    // Undo Turn takes back the rest (the file is what the revert left).
+    let undo = button_named(window.upcast_ref(), "_Undo Turn").ok_or("no Undo Turn")?;
+    undo.emit_clicked();
+    spin_until("the turn undone", Duration::from_secs(10), || {
+        std::fs::read_to_string(&main).ok() == Some(lines(&[]))
+    })?;
+    window.close();
+    close(f);
+    Ok(())
+}
