@@ -15,6 +15,9 @@
 //! - files: the @-mention index of a 100,000-file tree (.gitignore honoured);
 //!   floor: a plain `read_dir` walk. A fuzzy query over it; floor: a
 //!   substring scan of the same paths.
+//! - checkpoints: snapshots of a 10,000-file / 200 MB tree against git's own
+//!   `add -A && write-tree`, the time added before a prompt, a turn's
+//!   Changes (see `core/checkpoints.rs`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -26,6 +29,9 @@ use serde_json::{json, Value};
 
 #[path = "figures.rs"]
 mod figures;
+
+#[path = "core/checkpoints.rs"]
+mod checkpoints_bench;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -664,6 +670,9 @@ fn main() {
     }
     if run("files") {
         bench_files();
+    }
+    if run("checkpoints") {
+        checkpoints_bench::bench();
     }
     if run("history") {
         bench_history();

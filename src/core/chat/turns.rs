@@ -239,11 +239,10 @@ impl ChatService {
         }
         self.watch_silence(agent, &give_up);
         // The snapshot before the turn (begun before the session opened)
-        // gets a few milliseconds more; then it goes on while the agent
-        // thinks.
+        // gets a moment more; then it goes on while the agent thinks.
         self.inner
             .checkpoints
-            .before_recorded_within(agent, std::time::Duration::from_millis(5))
+            .before_recorded_within(agent, BEFORE_PROMPT_WAIT)
             .await;
         // Dropping the prompt's future (Cancel not answered in time) sends
         // `$/cancel_request` for it.

@@ -306,14 +306,20 @@ impl View {
             });
             row.add_action(&revert);
         }
-        for h in &f.hunks {
-            row.add_row(&self.hunk_box(turn, f, h, pending));
-        }
+        // The hunks are drawn when the file is first opened: a turn of a
+        // hundred files costs a hundred rows on the main loop, not a
+        // hundred highlighted diffs.
         let key = (turn.to_owned(), f.path.clone());
-        row.set_expanded(self.expanded.borrow().contains(&key));
+        let f_turn = turn.to_owned();
         let this = Rc::downgrade(self);
+        let (file, turn, built) = (f.clone(), turn.to_owned(), Cell::new(false));
         row.connect_expanded_notify(move |row| {
             let Some(this) = this.upgrade() else { return };
+            if row.is_expanded() && !built.replace(true) {
+                for h in &file.hunks {
+                    row.add_row(&this.hunk_box(&turn, &file, h, pending));
+                }
+            }
             let mut open = this.expanded.borrow_mut();
             if row.is_expanded() {
                 open.insert(key.clone());
@@ -321,6 +327,15 @@ impl View {
                 open.remove(&key);
             }
         });
+        if f.hunks.is_empty() {
+            row.set_enable_expansion(false);
+        }
+        let open = self
+            .expanded
+            .borrow()
+            .iter()
+            .any(|(t, p)| p == &f.path && t == &f_turn);
+        row.set_expanded(open);
         row
     }
 
