@@ -3086,6 +3086,7 @@ fn main() {
         ),
         ("ui::dark_style", dark_style),
         ("ui::changes_review_and_undo", changes::review_and_undo),
+        ("ui::follow_the_agent", changes::follow_the_agent),
         (
             "ui::custom_colours_have_enough_contrast",
             custom_colours_have_enough_contrast,

@@ -20,6 +20,7 @@ pub mod a11y;
 pub mod announcer;
 pub mod application;
 pub mod bridge;
+pub mod editor;
 pub mod markdown;
 pub mod models;
 pub mod notifier;

@@ -102,6 +102,31 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
         main[0].header("authorization"),
         Some(format!("Bearer {KEY}").as_str())
     );
+    // Parley's checkpoints saw the edit codex made with its own tool; Undo
+    // turn takes it back, and the revert's Undo puts it back again.
+    let a = "codex".to_owned();
+    h.wait_for(
+        "changes:updated",
+        std::time::Duration::from_secs(30),
+        move |e| matches!(e, parley::core::events::Event::ChangesUpdated(c) if c.agent == a),
+    )
+    .await;
+    let changes = h.core.chat.changes("codex", None, None).await.expect("changes");
+    let files: Vec<&str> = changes.total.iter().map(|f| f.path.as_str()).collect();
+    assert_eq!(files, ["notes.txt"], "{changes:#?}");
+    let undone = h
+        .core
+        .chat
+        .undo_turn("codex", None, false)
+        .await
+        .expect("undo turn");
+    assert_eq!(p.notes_text(), NOTES);
+    h.core
+        .chat
+        .undo_revert("codex", &undone.id)
+        .await
+        .expect("undo the undo");
+    assert_eq!(p.notes_text(), "line one\nline two (edited)\nline three\n");
 
     // 2. The same, rejected: codex ends the turn and sends no last status;
     // Parley closes the call, saying why.

@@ -143,3 +143,59 @@ pub fn review_and_undo(app: &adw::Application) -> Result<(), String> {
     close(f);
     Ok(())
 }
+
+/// Follow the agent: with `followAgent`, the file a tool call names opens
+/// in the configured editor at its line as the call comes; a location in
+/// a tool card opens it on a click.
+pub fn follow_the_agent(app: &adw::Application) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let opened = dir.path().join("opened.txt");
+    let script = dir.path().join("editor.sh");
+    std::fs::write(
+        &script,
+        format!("#!/bin/sh\necho \"$@\" >> '{}'\n", opened.display()),
+    )
+    .map_err(|e| e.to_string())?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
+    let text = demo_config(true).replacen(
+        "{\n",
+        &format!(
+            "{{\n  \"editor\": \"{} +{{line}} {{file}}\",\n  \"followAgent\": true,\n",
+            script.display()
+        ),
+        1,
+    );
+    let f = open_window(app, &text)?;
+    select_demo(&f)?;
+    type_and_send(&f, "Please change the greeting");
+    let read = |p: &std::path::Path| std::fs::read_to_string(p).unwrap_or_default();
+    spin_until("the editor opened by following", Duration::from_secs(15), || {
+        read(&opened)
+            .lines()
+            .any(|l| l.starts_with("+1 ") && l.ends_with("greeting.rs"))
+    })
+    .map_err(|e| format!("{e}; opened: {:?}", read(&opened)))?;
+    // Once per call and file, however often the call is updated.
+    spin(Duration::from_millis(500));
+    let times = read(&opened).lines().filter(|l| l.starts_with("+1 ")).count();
+    if times != 1 {
+        return Err(format!("opened {times} times at line 1: {:?}", read(&opened)));
+    }
+    // The card's location, clicked, opens the file at its line.
+    std::fs::write(&opened, "").map_err(|e| e.to_string())?;
+    let list = f.win.conversation_view().message_list();
+    let location = buttons(list.upcast_ref())
+        .into_iter()
+        .find(|b| b.has_css_class("location") && b.label().is_some_and(|l| l.ends_with("greeting.rs:1")))
+        .ok_or("no location button in the tool card")?;
+    save_png(&f.win, "42-tool-card-location")?;
+    location.emit_clicked();
+    spin_until("the editor opened by a click", Duration::from_secs(5), || {
+        read(&opened)
+            .lines()
+            .any(|l| l.starts_with("+1 ") && l.ends_with("greeting.rs"))
+    })?;
+    close(f);
+    Ok(())
+}

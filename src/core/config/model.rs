@@ -20,6 +20,11 @@ pub struct Config {
     pub channels: Vec<Channel>,
     /// What the turns' checkpoints keep.
     pub checkpoints: CheckpointSettings,
+    /// A command that opens a file at a line (`{file}`, `{line}`); empty:
+    /// the desktop's default application.
+    pub editor: String,
+    /// Open each file an agent's tool call names as it comes.
+    pub follow_agent: bool,
     /// Permission rules, in order: the first that matches answers.
     pub permissions: Vec<PermissionRule>,
 }

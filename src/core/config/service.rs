@@ -36,6 +36,10 @@ pub struct Current {
     pub channels: Vec<Channel>,
     /// The permission rules in use.
     pub permissions: Vec<crate::core::config::model::PermissionRule>,
+    /// The command that opens a file at a line; empty: the default.
+    pub editor: String,
+    #[serde(rename = "followAgent")]
+    pub follow_agent: bool,
 }
 
 struct ConfigState {
@@ -260,6 +264,8 @@ impl ConfigService {
             language: st.applied.language.clone(),
             channels: st.applied.channels.clone(),
             permissions: st.applied.permissions.clone(),
+            editor: st.applied.editor.clone(),
+            follow_agent: st.applied.follow_agent,
         }
     }
 

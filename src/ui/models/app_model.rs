@@ -86,7 +86,14 @@ impl AppModel {
         let _ = o.imp().core.set(core.clone());
         let _ = o.imp().agents.set(gio::ListStore::new::<AgentObject>());
         o.refresh_agents();
+        o.configure_editor();
         o
+    }
+
+    /// Follow the agent: the configuration's `editor` and `followAgent`.
+    fn configure_editor(&self) {
+        let current = self.core().config.current();
+        crate::ui::editor::configure(&current.editor, current.follow_agent);
     }
 
     /// The frame clock of the window that shows the model (`None`: no
@@ -247,6 +254,7 @@ impl AppModel {
                 }
                 Event::ConfigChanged(c) => {
                     refresh_agents = true;
+                    self.configure_editor();
                     let problem = c
                         .problems
                         .first()
@@ -326,6 +334,9 @@ impl AppModel {
                         continue;
                     };
                     touched(&a, &mut changed);
+                    if let Some(crate::core::types::message::Part::Tool(call)) = d.part.as_ref() {
+                        crate::ui::editor::follow(call);
+                    }
                     if let Some((_, m)) = find_message(&store, &d.message_id) {
                         m.apply_delta(d.index, d.kind, d.text.as_deref(), d.part.as_ref());
                         if dirty_ids.insert(d.message_id.clone()) {

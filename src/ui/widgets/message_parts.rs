@@ -104,19 +104,33 @@ pub(super) fn tool_card(call: &ToolCall, terminals: &TerminalOutputs) -> gtk::Wi
     status.add_css_class(class);
     header.append(&status);
     card.append(&header);
-    if !call.locations.is_empty() {
-        let text: Vec<String> = call
-            .locations
-            .iter()
-            .map(|l| match l.line {
-                Some(n) => format!("{}:{n}", l.path),
-                None => l.path.clone(),
-            })
-            .collect();
-        let l = TextBlock::new(&escape(&text.join("\n")), Vec::new());
-        l.add_css_class("dim-label");
-        l.add_css_class("caption");
-        card.append(&l);
+    // Each file it names: a button that opens it in the editor at its line.
+    for location in &call.locations {
+        let shown = match location.line {
+            Some(n) => format!("{}:{n}", visible(&location.path)),
+            None => visible(&location.path).into_owned(),
+        };
+        let button = gtk::Button::builder()
+            .label(&shown)
+            .halign(gtk::Align::Start)
+            .css_classes(["flat", "caption", "location"])
+            .tooltip_text(gettext("Open in Editor"))
+            .build();
+        if let Some(l) = button.child().and_downcast::<gtk::Label>() {
+            l.set_ellipsize(gtk::pango::EllipsizeMode::Middle);
+        }
+        crate::ui::a11y::set_label(&button, &gettext_f("Open {path}", &[("path", &shown)]));
+        let location = location.clone();
+        button.connect_clicked(move |b| {
+            let weak = b.downgrade();
+            crate::ui::editor::open(&location, move |e| {
+                if let Some(b) = weak.upgrade() {
+                    crate::ui::a11y::announce(&b, &e, crate::ui::a11y::Priority::Medium);
+                    b.set_tooltip_text(Some(&e));
+                }
+            });
+        });
+        card.append(&button);
     }
     for d in &call.diffs {
         card.append(&diff_view(d));
