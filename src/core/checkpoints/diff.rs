@@ -108,6 +108,9 @@ pub fn changes(
 pub fn parse(out: &[u8], root: &str, prefix: &str) -> Vec<FileChange> {
     let mut fields = out.split(|&b| b == 0);
     let mut files = Vec::new();
+    // How many patch sections each record has: a type change (a file
+    // become a link) is shown as a deletion and an addition.
+    let mut sections_of = Vec::new();
     let mut rest: &[u8] = &[];
     let mut consumed = 0usize;
     while let Some(field) = fields.next() {
@@ -146,6 +149,7 @@ pub fn parse(out: &[u8], root: &str, prefix: &str) -> Vec<FileChange> {
             _ => FileStatus::Modified,
         };
         let shown = |p: &str| p.strip_prefix(prefix).unwrap_or(p).to_owned();
+        sections_of.push(if letter == 'T' { 2 } else { 1 });
         files.push(FileChange {
             path: shown(&path),
             root: root.to_owned(),
@@ -171,8 +175,17 @@ pub fn parse(out: &[u8], root: &str, prefix: &str) -> Vec<FileChange> {
             s.push(line);
         }
     }
-    for (file, section) in files.iter_mut().zip(sections) {
-        read_section(file, &section);
+    let mut sections = sections.into_iter();
+    for (file, count) in files.iter_mut().zip(sections_of) {
+        let parts: Vec<Vec<&str>> = sections.by_ref().take(count).collect();
+        if count == 1 {
+            if let Some(section) = parts.first() {
+                read_section(file, section);
+            }
+        } else {
+            // Not a text change that hunks can take back: the whole file.
+            file.binary = true;
+        }
     }
     files
 }

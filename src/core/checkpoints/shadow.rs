@@ -103,6 +103,8 @@ pub struct Shadow {
     /// The user's repository's `info/exclude`, read at each snapshot.
     user_exclude: Option<PathBuf>,
     in_repository: bool,
+    /// More new files than this at once and the root is not recorded.
+    pub max_files: usize,
 }
 
 /// The directory name of a root's shadow repository.
@@ -180,6 +182,7 @@ impl Shadow {
             prefix,
             user_exclude,
             in_repository,
+            max_files: MAX_FILES,
         })
     }
 
@@ -217,7 +220,24 @@ impl Shadow {
         }
     }
 
+    /// An `index.lock` older than any git command may run is left from a
+    /// command that was killed (or a Parley that crashed): with it, no
+    /// `git add` would ever succeed again. One snapshot of a shadow runs
+    /// at a time in this process, so a fresh one belongs to another Parley.
+    fn clear_stale_lock(&self) {
+        let lock = self.git.dir.join("index.lock");
+        let stale = std::fs::metadata(&lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > super::git::TIMEOUT + std::time::Duration::from_secs(10));
+        if stale {
+            let _ = std::fs::remove_file(&lock);
+        }
+    }
+
     fn try_snapshot(&self) -> Result<Snapshot, SnapshotError> {
+        self.clear_stale_lock();
         self.refresh_excludes();
         let mut args = vec![
             "status",
@@ -254,10 +274,10 @@ impl Shadow {
             let path = String::from_utf8_lossy(&entry[3..]).into_owned();
             if x == b'?' {
                 untracked += 1;
-                if untracked > MAX_FILES {
+                if untracked > self.max_files {
                     return Err(SnapshotError::TooManyFiles {
                         root: self.root.display().to_string(),
-                        max: MAX_FILES,
+                        max: self.max_files,
                     });
                 }
             }

@@ -302,3 +302,114 @@ fn a_hunk_is_taken_back_exactly() {
     assert_eq!(diff::unapply(b"A\nb", &h2).as_deref(), Some(&b"a\nb"[..]));
     assert_eq!(diff::unapply(b"X\nb", &h2), None);
 }
+
+#[test]
+fn a_tree_with_too_many_files_is_refused_with_its_reason() {
+    let p = place();
+    for i in 0..60 {
+        write(&p.work.join(format!("f{i}.txt")), "x\n");
+    }
+    let mut shadow = shadow::Shadow::open(&p.store, &p.work).expect("open");
+    shadow.max_files = 50;
+    let e = shadow.snapshot().expect_err("too many");
+    assert!(
+        matches!(e, shadow::SnapshotError::TooManyFiles { max: 50, .. }),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("more than 50 files"), "{e}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_binary_file_is_shown_as_binary_and_reverted_whole() {
+    let p = place();
+    std::fs::write(p.work.join("blob.bin"), [0u8, 1, 2, 3, 0, 255]).expect("write");
+    let k = service(&p);
+    turn(&k, &p, "m1", || {
+        std::fs::write(p.work.join("blob.bin"), [0u8, 9, 9, 9, 0, 255]).expect("write")
+    })
+    .await;
+    let c = k.changes("c1", None).await.expect("changes");
+    let f = &c.turns[0].files[0];
+    assert!(f.binary && f.hunks.is_empty(), "{f:?}");
+    k.revert("demo", "c1", "m1", Some("blob.bin"), None, false)
+        .await
+        .expect("revert");
+    assert_eq!(
+        std::fs::read(p.work.join("blob.bin")).expect("read"),
+        [0u8, 1, 2, 3, 0, 255]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn forgetting_a_conversation_and_pruning_old_turns_drop_their_snapshots() {
+    let p = place();
+    write(&p.work.join("a.txt"), "1\n");
+    let k = service(&p);
+    turn(&k, &p, "m1", || write(&p.work.join("a.txt"), "2\n")).await;
+    let refs = |s: &shadow::Shadow| {
+        String::from_utf8(
+            s.git
+                .run(&["for-each-ref", "--format=%(refname)", "refs/parley/"], None)
+                .expect("refs"),
+        )
+        .expect("utf-8")
+    };
+    let shadow = shadow::Shadow::open(&p.store, &p.work).expect("open");
+    assert!(refs(&shadow).contains("refs/parley/c1/m1/before"));
+    k.forget("c1").await;
+    assert_eq!(refs(&shadow), "");
+    assert!(matches!(
+        k.changes("c1", Some("m1")).await,
+        Err(CheckpointError::NoTurn(_))
+    ));
+
+    // Pruning by age: a turn older than `keep_for` goes, a newer one stays.
+    turn(&k, &p, "m2", || write(&p.work.join("a.txt"), "3\n")).await;
+    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    k.set_settings(Settings {
+        keep_for: Some(std::time::Duration::from_secs(2)),
+        ..Settings::default()
+    });
+    turn(&k, &p, "m3", || write(&p.work.join("a.txt"), "4\n")).await;
+    let k2 = k.clone();
+    tokio::task::spawn_blocking(move || k2.prune())
+        .await
+        .expect("prune");
+    let c = k.changes("c1", None).await.expect("changes");
+    let turns: Vec<&str> = c.turns.iter().map(|t| t.turn.as_str()).collect();
+    assert_eq!(turns, ["m3"], "{c:?}");
+    assert!(!refs(&shadow).contains("/m2/"));
+    // Past the size: the oldest go first.
+    k.set_settings(Settings {
+        keep_for: None,
+        max_bytes: 1,
+        ..Settings::default()
+    });
+    let k2 = k.clone();
+    tokio::task::spawn_blocking(move || k2.prune())
+        .await
+        .expect("prune");
+    assert!(k.changes("c1", None).await.expect("changes").turns.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_that_became_a_link_keeps_the_files_after_it_in_step() {
+    let p = place();
+    write(&p.work.join("a.txt"), "a\n");
+    write(&p.work.join("b.txt"), "b\n");
+    write(&p.work.join("c.txt"), "c\n");
+    let k = service(&p);
+    turn(&k, &p, "m1", || {
+        std::fs::remove_file(p.work.join("b.txt")).expect("rm");
+        std::os::unix::fs::symlink("a.txt", p.work.join("b.txt")).expect("link");
+        write(&p.work.join("c.txt"), "C\n");
+    })
+    .await;
+    let c = k.changes("c1", None).await.expect("changes");
+    let files = &c.turns[0].files;
+    let b = files.iter().find(|f| f.path == "b.txt").expect("b.txt");
+    assert!(b.binary && b.hunks.is_empty(), "{b:?}");
+    let c_txt = files.iter().find(|f| f.path == "c.txt").expect("c.txt");
+    assert_eq!(c_txt.hunks.len(), 1, "{c_txt:?}");
+    assert_eq!(c_txt.hunks[0].lines, ["-c", "+C"]);
+}
