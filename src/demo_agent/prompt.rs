@@ -84,7 +84,7 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         "disk-edit" => {
             // An agent thinks before it acts (a model's answer comes first).
             agent.chunk(&sid, "agent_thought_chunk", "Deciding what to change…");
-            tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
             let said = disk::edit(w.get(1..).unwrap_or_default());
             agent.chunk(&sid, "agent_message_chunk", &said);
             "end_turn".to_string()

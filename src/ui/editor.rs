@@ -70,6 +70,16 @@ pub fn command_line(command: &str, file: &str, line: Option<u32>) -> Vec<String>
 /// Opens `location` in the configured editor (or the default application);
 /// `fail` gets the reason when it could not be opened.
 pub fn open(location: &Location, fail: impl Fn(String) + 'static) {
+    // What an agent names goes to a program: only an absolute path (never
+    // an option) of a regular file.
+    let path = std::path::Path::new(&location.path);
+    if !path.is_absolute() || !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        fail(crate::i18n::gettext_f(
+            "{path} is not a file Parley opens",
+            &[("path", &location.path)],
+        ));
+        return;
+    }
     let command = SETTINGS.with(|s| s.borrow().command.clone());
     let words = command_line(&command, &location.path, location.line);
     if let Some((program, args)) = words.split_first() {
@@ -94,8 +104,14 @@ pub fn open(location: &Location, fail: impl Fn(String) + 'static) {
     );
 }
 
-/// With `followAgent`, opens the files a tool call names, once each.
-pub fn follow(call: &ToolCall) {
+/// Whether `followAgent` is on.
+pub fn following() -> bool {
+    SETTINGS.with(|s| s.borrow().follow)
+}
+
+/// With `followAgent`, opens the files a tool call names, once each, when
+/// they are below one of the agent's `roots`.
+pub fn follow(call: &ToolCall, roots: &[std::path::PathBuf]) {
     let fresh: Vec<Location> = SETTINGS.with(|s| {
         let mut s = s.borrow_mut();
         if !s.follow {
@@ -103,7 +119,8 @@ pub fn follow(call: &ToolCall) {
         }
         let mut fresh = Vec::new();
         for l in &call.locations {
-            if s.followed.insert((call.id.clone(), l.path.clone())) {
+            let inside = roots.iter().any(|r| std::path::Path::new(&l.path).starts_with(r));
+            if inside && s.followed.insert((call.id.clone(), l.path.clone())) {
                 fresh.push(l.clone());
             }
         }

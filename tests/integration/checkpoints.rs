@@ -260,3 +260,28 @@ fn parley_cli_lists_changes_and_undoes_the_last_turn() {
     assert_eq!(code, 1);
     assert!(err.contains("no checkpoint"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn deleting_a_conversation_deletes_its_checkpoints() {
+    let work = project();
+    let mut h = Harness::new(&[agent_in("a", work.path())]);
+    h.core
+        .chat
+        .send("a", "disk-edit write:notes.md=hi\\n")
+        .expect("send");
+    h.wait_idle("a").await;
+    assert_eq!(changes_updated(&mut h, "a").await, 1);
+    let id = h.core.chat.checkpoint_key("a");
+    let record = h
+        .core
+        .checkpoints
+        .store()
+        .expect("a store")
+        .join("conversations")
+        .join(format!("{id}.json"));
+    assert!(record.exists(), "{}", record.display());
+    h.core.chat.delete("a", &id).await.expect("delete");
+    assert!(!record.exists());
+    let c = h.core.chat.changes("a", Some(&id), None).await.expect("changes");
+    assert!(c.turns.is_empty(), "{c:?}");
+}

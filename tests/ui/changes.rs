@@ -158,10 +158,15 @@ pub fn follow_the_agent(app: &adw::Application) -> Result<(), String> {
     )
     .map_err(|e| e.to_string())?;
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).map_err(|e| e.to_string())?;
-    let text = demo_config(true).replacen(
-        "{\n",
+    // The demo agent reads and edits src/greeting.rs of its cwd.
+    let project = tempfile::tempdir().map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(project.path().join("src")).map_err(|e| e.to_string())?;
+    std::fs::write(project.path().join("src/greeting.rs"), "fn greeting() {}\n")
+        .map_err(|e| e.to_string())?;
+    let text = auth_config("", project.path()).replacen(
+        "{",
         &format!(
-            "{{\n  \"editor\": \"{} +{{line}} {{file}}\",\n  \"followAgent\": true,\n",
+            "{{\"editor\": \"{} +{{line}} {{file}}\", \"followAgent\": true, ",
             script.display()
         ),
         1,

@@ -371,6 +371,17 @@ impl FsScope {
     /// [`FsScope::write`] of any bytes (a checkpoint's revert writes back
     /// what a file held, text or not).
     pub fn write_bytes(&self, path: &Path, content: &[u8]) -> Result<(), FsError> {
+        self.write_bytes_mode(path, content, None)
+    }
+
+    /// [`FsScope::write_bytes`]; a file made anew gets `new_mode` (else
+    /// 0o666 under the umask). A file replaced keeps its own.
+    pub fn write_bytes_mode(
+        &self,
+        path: &Path,
+        content: &[u8],
+        new_mode: Option<u32>,
+    ) -> Result<(), FsError> {
         let (root, mut rel) = self.beneath(path)?;
         for _ in 0..MAX_LINKS {
             let Some((parent, name)) = split(&rel) else {
@@ -389,7 +400,7 @@ impl FsScope {
             }
             .map_err(|e| self.fail(path, e))?;
             let mode = match lstat_at(&dir, name) {
-                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => None,
+                Err(e) if e.raw_os_error() == Some(libc::ENOENT) => new_mode,
                 Err(e) => return Err(Self::io(path, e)),
                 Ok(st) if is_kind(&st, libc::S_IFLNK) => {
                     let target = readlink_at(&dir, name).map_err(|e| Self::io(path, e))?;

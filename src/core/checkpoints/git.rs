@@ -77,6 +77,7 @@ const SETTINGS: &[&str] = &[
     "status.relativePaths=false",
     "diff.noprefix=false",
     "diff.mnemonicPrefix=false",
+    "diff.suppressBlankEmpty=false",
     "color.ui=false",
 ];
 
@@ -126,6 +127,18 @@ impl Git {
         let out = self
             .run(
                 &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")],
+                None,
+            )
+            .ok()?;
+        let id = String::from_utf8(out).ok()?.trim().to_owned();
+        (!id.is_empty()).then_some(id)
+    }
+
+    /// The tree of `commit`.
+    pub fn resolve_tree(&self, commit: &str) -> Option<String> {
+        let out = self
+            .run(
+                &["rev-parse", "--verify", "--quiet", &format!("{commit}^{{tree}}")],
                 None,
             )
             .ok()?;

@@ -83,6 +83,8 @@ pub struct Write {
     pub content: Option<Vec<u8>>,
     /// It was merged with changes made since the turn.
     pub merged: bool,
+    /// The mode a file made anew gets (an executable comes back as one).
+    pub mode: Option<u32>,
 }
 
 /// The turn's two snapshots of one root.
@@ -139,6 +141,7 @@ pub fn plan_file(
                 previous: now,
                 content: before,
                 merged: false,
+                mode: file_mode(sides, old)?,
             });
         }
     }
@@ -152,12 +155,24 @@ pub fn plan_file(
         _ => git.blob(sides.before, &file.git_path)?,
     };
     let wanted = match hunk {
-        None => before.clone(),
+        None => {
+            if before.is_some() {
+                let old_path = match file.status {
+                    FileStatus::Renamed => file.git_old_path.as_deref().unwrap_or(&file.git_path),
+                    _ => &file.git_path,
+                };
+                file_mode(sides, old_path)?;
+            }
+            before.clone()
+        }
         Some(i) => {
             let (Some(a), Some(h)) = (&after, file.hunks.get(i)) else {
                 return Err(RevertError::HunkGone(shown));
             };
-            if file.binary {
+            // A hunk is taken back by its text: both sides must be text
+            // (git calls Latin-1 text, but the patch read here is UTF-8).
+            let text = |b: &Option<Vec<u8>>| b.as_deref().is_none_or(|b| std::str::from_utf8(b).is_ok());
+            if file.binary || !text(&after) || !text(&before) {
                 return Err(RevertError::Binary(shown));
             }
             Some(unapply(a, h).ok_or_else(|| RevertError::HunkGone(shown.clone()))?)
@@ -190,6 +205,10 @@ pub fn plan_file(
         // Nothing to write (it already holds what the revert would give).
         return Ok(writes);
     }
+    let mode = match file.status {
+        FileStatus::Renamed => None,
+        _ => file_mode(sides, &file.git_path)?,
+    };
     writes.push(Write {
         root: sides.shadow.root.clone(),
         full,
@@ -198,8 +217,20 @@ pub fn plan_file(
         previous: now,
         content,
         merged,
+        mode,
     });
     Ok(writes)
+}
+
+/// The mode the file had before the turn, for a file made anew; a link
+/// is refused (Parley does not make links).
+fn file_mode(sides: &Sides, git_path: &str) -> Result<Option<u32>, RevertError> {
+    let modes = sides.shadow.modes(sides.before, &[git_path])?;
+    match modes.get(git_path).map(String::as_str) {
+        Some("120000") => Err(RevertError::Link(git_path.to_owned())),
+        Some("100755") => Ok(Some(0o755)),
+        _ => Ok(None),
+    }
 }
 
 /// `git merge-file`: `current` with the change from `base` to `other`.
@@ -255,10 +286,10 @@ fn merge_file(
 pub fn apply(writes: &[Write]) -> Result<(), RevertError> {
     let mut done: Vec<&Write> = Vec::new();
     for w in writes {
-        if let Err(e) = write_one(&w.root, &w.full, w.content.as_deref()) {
+        if let Err(e) = write_one(&w.root, &w.full, w.content.as_deref(), w.mode) {
             // Put back what was written: never half a revert.
             for d in done.iter().rev() {
-                let _ = write_one(&d.root, &d.full, d.previous.as_deref());
+                let _ = write_one(&d.root, &d.full, d.previous.as_deref(), d.mode);
             }
             return Err(RevertError::Io(format!("{}: {e}", w.shown)));
         }
@@ -267,12 +298,14 @@ pub fn apply(writes: &[Write]) -> Result<(), RevertError> {
     Ok(())
 }
 
-fn write_one(root: &Path, full: &Path, content: Option<&[u8]>) -> Result<(), String> {
+fn write_one(root: &Path, full: &Path, content: Option<&[u8]>, mode: Option<u32>) -> Result<(), String> {
     let scope = FsScope::new(root);
     match content {
         Some(bytes) => {
             scope.make_parents(full).map_err(|e| e.to_string())?;
-            scope.write_bytes(full, bytes).map_err(|e| e.to_string())
+            scope
+                .write_bytes_mode(full, bytes, mode)
+                .map_err(|e| e.to_string())
         }
         None => scope.remove(full).map_err(|e| e.to_string()),
     }

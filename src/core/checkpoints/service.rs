@@ -155,9 +155,10 @@ struct Undo {
     conversation: String,
     turn: String,
     writes: Vec<Write>,
-    /// The turn's review and what reverts left, as they were before.
-    reviews: BTreeMap<String, Review>,
-    left: Vec<BTreeMap<String, String>>,
+    /// The review keys the revert set, with what they were before.
+    reviews: Vec<(String, Option<Review>)>,
+    /// What reverts had left (root index, path), before this one.
+    left: Vec<(usize, String, Option<String>)>,
 }
 
 /// A turn whose first snapshot is under way; [`CheckpointService::end`]
@@ -184,6 +185,8 @@ struct Inner {
     shadows: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// Each agent's turn whose first snapshot is under way.
     befores: Mutex<HashMap<String, watch::Receiver<bool>>>,
+    /// Each agent's last ended turn: `true` once its "after" is taken.
+    finishing: Mutex<HashMap<String, watch::Receiver<bool>>>,
     /// Conversation records are read, changed and written one at a time.
     records: Mutex<()>,
     undo: Mutex<VecDeque<Undo>>,
@@ -191,6 +194,15 @@ struct Inner {
     last_prune: Mutex<Option<std::time::Instant>>,
     /// Turns whose second snapshot is still under way.
     ending: watch::Sender<usize>,
+}
+
+/// Says a turn's "after" is taken when dropped.
+struct Finished(watch::Sender<bool>);
+
+impl Drop for Finished {
+    fn drop(&mut self) {
+        let _ = self.0.send(true);
+    }
 }
 
 /// Counts a turn's ending while it lives.
@@ -224,6 +236,7 @@ impl CheckpointService {
                 settings: Mutex::new(Settings::default()),
                 shadows: Mutex::new(HashMap::new()),
                 befores: Mutex::new(HashMap::new()),
+                finishing: Mutex::new(HashMap::new()),
                 records: Mutex::new(()),
                 undo: Mutex::new(VecDeque::new()),
                 next: AtomicU64::new(1),
@@ -278,14 +291,36 @@ impl CheckpointService {
         };
         let this = self.clone();
         let name = format!("{}/{}/before", ref_part(conversation), ref_part(turn));
-        tokio::task::spawn_blocking(move || {
+        // The agent's previous turn takes its "after" first: else this
+        // turn's early writes could land in it.
+        let previous = lock(&self.inner.finishing).get(agent).cloned();
+        tokio::spawn(async move {
+            if let Some(mut previous) = previous {
+                let _ = previous.wait_for(|done| *done).await;
+            }
+            let _ =
+                tokio::task::spawn_blocking(move || this.before_roots(&store, roots, &name, &records, tx))
+                    .await;
+        });
+        Some(start)
+    }
+
+    fn before_roots(
+        &self,
+        store: &Path,
+        roots: Vec<PathBuf>,
+        name: &str,
+        records: &Mutex<Vec<RootRecord>>,
+        tx: watch::Sender<bool>,
+    ) {
+        {
             for root in roots {
                 let mut rec = RootRecord {
                     root: root.display().to_string(),
                     shadow: shadow_name(&root),
                     ..Default::default()
                 };
-                match this.snap(&store, &root, &name) {
+                match self.snap(store, &root, name) {
                     Ok((commit, skipped, shadow)) => {
                         rec.before = Some(commit);
                         rec.skipped = skipped;
@@ -293,11 +328,10 @@ impl CheckpointService {
                     }
                     Err(e) => rec.error = Some(e),
                 }
-                lock(&records).push(rec);
+                lock(records).push(rec);
             }
             let _ = tx.send(true);
-        });
-        Some(start)
+        }
     }
 
     /// One root's snapshot, kept under `refs/parley/{name}`.
@@ -337,8 +371,12 @@ impl CheckpointService {
         let this = self.clone();
         self.inner.ending.send_modify(|n| *n += 1);
         let ending = Ending(self.inner.ending.clone());
+        let (finished, finishing) = watch::channel(false);
+        lock(&self.inner.finishing).insert(start.agent.clone(), finishing);
         tokio::spawn(async move {
             let _ending = ending;
+            // Told when this task ends, however it ends.
+            let _finished = Finished(finished);
             let mut done = start.done.clone();
             let _ = done.wait_for(|d| *d).await;
             {
@@ -557,16 +595,20 @@ impl CheckpointService {
         let plain: Vec<Write> = writes.iter().map(|(_, w)| w.clone()).collect();
         revert::apply(&plain)?;
         // The review, and what the revert left in each file.
-        let old_reviews = turn_rec.reviews.clone();
-        let old_left: Vec<BTreeMap<String, String>> = turn_rec.roots.iter().map(|r| r.left.clone()).collect();
+        // What this revert changes in the record, as it was (its Undo puts
+        // back only these).
+        let mut old_reviews = Vec::new();
+        let mut old_left = Vec::new();
         let rec = &mut record.turns[t];
         for key in reviewed {
-            rec.reviews.insert(key, Review::Reverted);
+            let was = rec.reviews.insert(key.clone(), Review::Reverted);
+            old_reviews.push((key, was));
         }
         for (ri, w) in &writes {
             let Some(root) = rec.roots.get_mut(*ri) else {
                 continue;
             };
+            old_left.push((*ri, w.git_path.clone(), root.left.get(&w.git_path).cloned()));
             let shadow = Shadow::open(store, Path::new(&root.root)).ok();
             match (&w.content, shadow) {
                 (Some(bytes), Some(s)) => {
@@ -639,9 +681,20 @@ impl CheckpointService {
             revert::apply(&back)?;
             if let Some(mut record) = store::load(&store, &undo.conversation) {
                 if let Some(t) = record.turns.iter_mut().find(|t| t.turn == undo.turn) {
-                    t.reviews = undo.reviews.clone();
-                    for (root, left) in t.roots.iter_mut().zip(&undo.left) {
-                        root.left = left.clone();
+                    for (key, was) in &undo.reviews {
+                        match was {
+                            Some(r) => t.reviews.insert(key.clone(), *r),
+                            None => t.reviews.remove(key),
+                        };
+                    }
+                    for (ri, path, was) in &undo.left {
+                        let Some(root) = t.roots.get_mut(*ri) else {
+                            continue;
+                        };
+                        match was {
+                            Some(id) => root.left.insert(path.clone(), id.clone()),
+                            None => root.left.remove(path),
+                        };
                     }
                 }
                 let _ = store::save(&store, &record);
@@ -756,43 +809,55 @@ impl CheckpointService {
         let cutoff = settings
             .keep_for
             .map(|k| now_ms().saturating_sub(k.as_millis() as u64));
+        let mut size = dir_size(&store);
         for _round in 0..8 {
-            let _held = lock(&self.inner.records);
-            let mut records = store::all(&store);
-            let over = dir_size(&store) > settings.max_bytes;
-            let mut all: Vec<u64> = records
-                .iter()
-                .flat_map(|r| r.turns.iter().map(|t| t.at_ms))
-                .collect();
-            all.sort_unstable();
-            // Over the size: the oldest quarter of what is left goes.
-            let size_cut = if over {
-                all.get(all.len() / 4).copied()
-            } else {
-                None
-            };
-            let limit = cutoff.into_iter().chain(size_cut).max();
-            let Some(limit) = limit else { break };
-            let mut dropped_any = false;
-            for record in &mut records {
-                let old: Vec<String> = record
-                    .turns
+            let over = size > settings.max_bytes;
+            let dropped_any = {
+                let _held = lock(&self.inner.records);
+                let mut records = store::all(&store);
+                let mut all: Vec<u64> = records
                     .iter()
-                    .filter(|t| t.at_ms < limit || (over && Some(t.at_ms) == size_cut))
-                    .map(|t| t.turn.clone())
+                    .flat_map(|r| r.turns.iter().map(|t| t.at_ms))
                     .collect();
-                if old.is_empty() {
-                    continue;
-                }
-                dropped_any = true;
-                self.drop_turns(&store, record, &old);
-                record.turns.retain(|t| !old.contains(&t.turn));
-                if record.turns.is_empty() {
-                    store::remove(&store, &record.conversation);
+                all.sort_unstable();
+                // Over the size: the oldest quarter of what is left goes.
+                let size_cut = if over {
+                    all.get(all.len() / 4).copied()
                 } else {
-                    let _ = store::save(&store, record);
+                    None
+                };
+                let Some(limit) = cutoff.into_iter().chain(size_cut).max() else {
+                    break;
+                };
+                let mut dropped_any = false;
+                for record in &mut records {
+                    let old: Vec<String> = record
+                        .turns
+                        .iter()
+                        .filter(|t| t.at_ms < limit || (over && Some(t.at_ms) == size_cut))
+                        .map(|t| t.turn.clone())
+                        .collect();
+                    if old.is_empty() {
+                        continue;
+                    }
+                    dropped_any = true;
+                    self.drop_turns(&store, record, &old);
+                    record.turns.retain(|t| !old.contains(&t.turn));
+                    if record.turns.is_empty() {
+                        store::remove(&store, &record.conversation);
+                    } else {
+                        let _ = store::save(&store, record);
+                    }
                 }
-            }
+                dropped_any
+            };
+            // Under pressure what no ref keeps goes at once; else what an
+            // hour has not claimed (a revert's copy for its Undo).
+            let expire = if over {
+                "--expire=now"
+            } else {
+                "--expire=1.hour.ago"
+            };
             for shadow in shadows(&store) {
                 let guard = lock(&self.inner.shadows)
                     .entry(shadow.clone())
@@ -803,11 +868,14 @@ impl CheckpointService {
                     dir: store.join(&shadow),
                     work: store.to_owned(),
                 };
-                let _ = git.run(&["prune", "--expire=1.hour.ago"], None);
+                let _ = git.run(&["prune", expire], None);
             }
-            if !over || !dropped_any {
+            let now = dir_size(&store);
+            // Nothing more to drop, or dropping frees nothing: stop.
+            if !over || !dropped_any || now >= size {
                 break;
             }
+            size = now;
         }
     }
 }

@@ -28,6 +28,9 @@ pub const MAX_FILES: usize = 100_000;
 /// `.gitignore` to say so): what tools rebuild, and which is large.
 const DEFAULT_EXCLUDES: &str = "node_modules/\n.venv/\n__pycache__/\ntarget/\n";
 
+/// The shadow's `info/attributes`.
+const ATTRIBUTES: &str = "* -text -eol -filter -ident -working-tree-encoding\n";
+
 /// Why a snapshot could not be taken.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SnapshotError {
@@ -83,6 +86,14 @@ pub enum SkipReason {
     NotRegular,
     Unreadable,
     Repository,
+}
+
+/// What a snapshot does with a changed path.
+enum Look {
+    Add,
+    /// Gone since `status` listed it, and never recorded.
+    Gone,
+    Skip(SkipReason),
 }
 
 /// One snapshot: a commit in the shadow repository.
@@ -148,7 +159,9 @@ impl Shadow {
             std::fs::create_dir_all(store).map_err(|e| SnapshotError::Store(e.to_string()))?;
             // Made beside its place and renamed, so that a half-made
             // repository is never taken for one.
-            let tmp = store.join(format!(".new-{}-{}", shadow_name(&root), std::process::id()));
+            static MADE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+            let n = MADE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let tmp = store.join(format!(".new-{}-{}-{n}", shadow_name(&root), std::process::id()));
             let _ = std::fs::remove_dir_all(&tmp);
             let mut init = git.command(&["init", "--quiet", "--bare"]);
             init.arg(&tmp).env_remove("GIT_DIR").env_remove("GIT_WORK_TREE");
@@ -200,6 +213,13 @@ impl Shadow {
             let _ = std::fs::create_dir_all(self.git.dir.join("info"));
             let _ = std::fs::write(path, text);
         }
+        // The bytes as they are on disk: no line-ending conversion, no
+        // filter (git-lfs would store a pointer), no re-encoding, whatever
+        // the project's .gitattributes say (info/attributes comes first).
+        let attributes = self.git.dir.join("info/attributes");
+        if !attributes.exists() {
+            let _ = std::fs::write(attributes, ATTRIBUTES);
+        }
     }
 
     /// Records the root as it is now.
@@ -220,24 +240,44 @@ impl Shadow {
         }
     }
 
-    /// An `index.lock` older than any git command may run is left from a
-    /// command that was killed (or a Parley that crashed): with it, no
-    /// `git add` would ever succeed again. One snapshot of a shadow runs
-    /// at a time in this process, so a fresh one belongs to another Parley.
-    fn clear_stale_lock(&self) {
-        let lock = self.git.dir.join("index.lock");
-        let stale = std::fs::metadata(&lock)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age > super::git::TIMEOUT + std::time::Duration::from_secs(10));
-        if stale {
-            let _ = std::fs::remove_file(&lock);
+    /// A lock file (`index.lock`, `HEAD.lock`, a ref's) older than any git
+    /// command may run is left by a command that was killed (or a Parley
+    /// that crashed): with it, no snapshot would ever succeed again. One
+    /// snapshot of a shadow runs at a time in this process, so a fresh one
+    /// belongs to another Parley and stays.
+    fn clear_stale_locks(&self) {
+        let limit = super::git::TIMEOUT + std::time::Duration::from_secs(10);
+        let mut dirs = vec![self.git.dir.clone()];
+        while let Some(d) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let p = e.path();
+                let Ok(meta) = e.metadata() else { continue };
+                if meta.is_dir() {
+                    // Only where git keeps locks: the top and refs/.
+                    if p.starts_with(self.git.dir.join("refs"))
+                        || d == self.git.dir && e.file_name() == "refs"
+                    {
+                        dirs.push(p);
+                    }
+                    continue;
+                }
+                let stale = meta
+                    .modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|a| a > limit);
+                if stale && p.extension().is_some_and(|x| x == "lock") {
+                    let _ = std::fs::remove_file(&p);
+                }
+            }
         }
     }
 
     fn try_snapshot(&self) -> Result<Snapshot, SnapshotError> {
-        self.clear_stale_lock();
+        self.clear_stale_locks();
         self.refresh_excludes();
         let mut args = vec![
             "status",
@@ -257,7 +297,8 @@ impl Shadow {
             }));
         }
         let head = self.git.resolve("HEAD");
-        let mut add = Vec::new();
+        // Paths as git gives them: bytes (a name need not be UTF-8).
+        let mut add: Vec<&[u8]> = Vec::new();
         // Directories git could not list (no permission): not recorded.
         let mut skipped: Vec<Skipped> = String::from_utf8_lossy(&err)
             .lines()
@@ -269,9 +310,10 @@ impl Shadow {
             })
             .collect();
         let mut untracked = 0usize;
+        let mut staged = false;
         for entry in out.split(|&b| b == 0).filter(|e| e.len() > 3) {
             let (x, y) = (entry[0], entry[1]);
-            let path = String::from_utf8_lossy(&entry[3..]).into_owned();
+            let path = &entry[3..];
             if x == b'?' {
                 untracked += 1;
                 if untracked > self.max_files {
@@ -286,15 +328,21 @@ impl Shadow {
                 continue;
             }
             if y == b' ' {
-                // Staged before (a snapshot that stopped midway): in the tree.
+                // Staged by a snapshot that stopped midway: the tree
+                // written below has it.
+                staged = true;
                 continue;
             }
-            match self.look(&path) {
-                None => add.push(path),
-                Some(why) => skipped.push(Skipped { path, why }),
+            match self.look(path, x == b'?') {
+                Look::Add => add.push(path),
+                Look::Gone => {}
+                Look::Skip(why) => skipped.push(Skipped {
+                    path: String::from_utf8_lossy(path).into_owned(),
+                    why,
+                }),
             }
         }
-        if add.is_empty() {
+        if add.is_empty() && !staged {
             if let Some(head) = head {
                 return Ok(Snapshot {
                     commit: head,
@@ -305,7 +353,7 @@ impl Shadow {
         if !add.is_empty() {
             let mut list = Vec::new();
             for p in &add {
-                list.extend_from_slice(p.as_bytes());
+                list.extend_from_slice(p);
                 list.push(0);
             }
             self.git.run(
@@ -314,39 +362,53 @@ impl Shadow {
             )?;
         }
         let tree = text(self.git.run(&["write-tree"], None)?);
-        let mut args = vec!["commit-tree", tree.as_str(), "-m", "checkpoint"];
         if let Some(h) = &head {
-            args.extend(["-p", h.as_str()]);
+            if self.git.resolve_tree(h).as_deref() == Some(tree.as_str()) {
+                return Ok(Snapshot {
+                    commit: h.clone(),
+                    skipped,
+                });
+            }
         }
-        let commit = text(self.git.run(&args, None)?);
+        // No parent: a snapshot is kept by the refs of the turns that
+        // name it (and HEAD, the latest), so pruning a turn frees it.
+        let commit = text(
+            self.git
+                .run(&["commit-tree", tree.as_str(), "-m", "checkpoint"], None)?,
+        );
         self.git.run(&["update-ref", "HEAD", &commit], None)?;
         Ok(Snapshot { commit, skipped })
     }
 
-    /// Whether a changed path can be recorded; `Some(why)` when not.
-    fn look(&self, path: &str) -> Option<SkipReason> {
-        if path.ends_with('/') {
+    /// Whether a changed path can be recorded.
+    fn look(&self, path: &[u8], untracked: bool) -> Look {
+        use std::os::unix::ffi::OsStrExt;
+        if path.ends_with(b"/") {
             // A directory `status` did not go into: a repository of its own.
-            return Some(SkipReason::Repository);
+            return Look::Skip(SkipReason::Repository);
         }
-        let full = self.git.work.join(path);
+        let full = self.git.work.join(std::ffi::OsStr::from_bytes(path));
         let meta = match std::fs::symlink_metadata(&full) {
-            // Gone since `status`: the add records it as deleted.
-            Err(_) => return None,
+            // Gone since `status`: a tracked file is recorded as deleted;
+            // an untracked one was never there for git.
+            Err(_) if untracked => return Look::Gone,
+            Err(_) => return Look::Add,
             Ok(m) => m,
         };
         let kind = meta.file_type();
         if kind.is_symlink() {
-            return None;
+            return Look::Add;
         }
-        if kind.is_fifo() || kind.is_socket() || kind.is_block_device() || kind.is_char_device() {
-            return Some(SkipReason::NotRegular);
-        }
-        if !kind.is_file() {
-            return Some(SkipReason::NotRegular);
+        if kind.is_fifo()
+            || kind.is_socket()
+            || kind.is_block_device()
+            || kind.is_char_device()
+            || !kind.is_file()
+        {
+            return Look::Skip(SkipReason::NotRegular);
         }
         if meta.size() > MAX_FILE_BYTES {
-            return Some(SkipReason::TooLarge);
+            return Look::Skip(SkipReason::TooLarge);
         }
         // Opened without following a link and without waiting on anything.
         match std::fs::OpenOptions::new()
@@ -354,8 +416,8 @@ impl Shadow {
             .custom_flags_nofollow()
             .open(&full)
         {
-            Ok(_) => None,
-            Err(_) => Some(SkipReason::Unreadable),
+            Ok(_) => Look::Add,
+            Err(_) => Look::Skip(SkipReason::Unreadable),
         }
     }
 

@@ -63,7 +63,7 @@ async fn turn(k: &CheckpointService, p: &Place, id: &str, change: impl FnOnce())
     change();
     k.end(start);
     // `end` runs in the background: wait for the record.
-    for _ in 0..400 {
+    for _ in 0..3000 {
         if let Ok(c) = k.changes("c1", Some(id)).await {
             if c.turns.iter().any(|t| t.turn == id && !t.pending) {
                 return;
@@ -365,12 +365,20 @@ async fn forgetting_a_conversation_and_pruning_old_turns_drop_their_snapshots() 
 
     // Pruning by age: a turn older than `keep_for` goes, a newer one stays.
     turn(&k, &p, "m2", || write(&p.work.join("a.txt"), "3\n")).await;
-    tokio::time::sleep(std::time::Duration::from_millis(2500)).await;
+    turn(&k, &p, "m3", || write(&p.work.join("a.txt"), "4\n")).await;
+    // m2 began two hours ago.
+    let mut record = store::load(&p.store, "c1").expect("record");
+    let m2_before = record.turns[0].roots[0].before.clone().expect("m2's before");
+    for t in &mut record.turns {
+        if t.turn == "m2" {
+            t.at_ms -= 2 * 3600 * 1000;
+        }
+    }
+    store::save(&p.store, &record).expect("save");
     k.set_settings(Settings {
-        keep_for: Some(std::time::Duration::from_secs(2)),
+        keep_for: Some(std::time::Duration::from_secs(3600)),
         ..Settings::default()
     });
-    turn(&k, &p, "m3", || write(&p.work.join("a.txt"), "4\n")).await;
     let k2 = k.clone();
     tokio::task::spawn_blocking(move || k2.prune())
         .await
@@ -390,6 +398,13 @@ async fn forgetting_a_conversation_and_pruning_old_turns_drop_their_snapshots() 
         .await
         .expect("prune");
     assert!(k.changes("c1", None).await.expect("changes").turns.is_empty());
+    // And what they recorded is gone from the store (a snapshot has no
+    // parent that would keep the ones before it).
+    let (code, _, _) = shadow
+        .git
+        .run_code(&["cat-file", "-e", &m2_before], None)
+        .expect("git");
+    assert_ne!(code, Some(0), "m2's snapshot is still stored");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -112,7 +112,15 @@ impl AgentHandler {
             )));
         }
         let (terminals, method, agent) = (self.terminals.clone(), method.to_owned(), self.agent.clone());
+        let gate = (method == "terminal/create")
+            .then(|| supervisor.write_gate())
+            .flatten();
         tokio::spawn(async move {
+            // A command may write files too: it starts after the turn's
+            // first snapshot, as a file write does.
+            if let Some(gate) = gate {
+                gate(&agent).await;
+            }
             let answer = match method.as_str() {
                 "terminal/create" => {
                     match (

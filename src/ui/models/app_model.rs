@@ -90,6 +90,16 @@ impl AppModel {
         o
     }
 
+    /// The directories the agent works in (its cwd and additional ones).
+    fn roots_of(&self, agent: &str) -> Vec<std::path::PathBuf> {
+        let Some(def) = self.core().agents.definition(agent) else {
+            return Vec::new();
+        };
+        let mut roots = vec![def.working_dir()];
+        roots.extend(def.additional_dirs());
+        roots
+    }
+
     /// Follow the agent: the configuration's `editor` and `followAgent`.
     fn configure_editor(&self) {
         let current = self.core().config.current();
@@ -335,7 +345,9 @@ impl AppModel {
                     };
                     touched(&a, &mut changed);
                     if let Some(crate::core::types::message::Part::Tool(call)) = d.part.as_ref() {
-                        crate::ui::editor::follow(call);
+                        if crate::ui::editor::following() && !call.locations.is_empty() {
+                            crate::ui::editor::follow(call, &self.roots_of(&d.agent));
+                        }
                     }
                     if let Some((_, m)) = find_message(&store, &d.message_id) {
                         m.apply_delta(d.index, d.kind, d.text.as_deref(), d.part.as_ref());

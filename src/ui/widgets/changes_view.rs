@@ -139,6 +139,11 @@ fn review_text(r: Review) -> Option<String> {
     }
 }
 
+/// A file's path with its root: what Revert and Keep are given.
+fn whole_path(f: &FileChange) -> String {
+    std::path::Path::new(&f.root).join(&f.path).display().to_string()
+}
+
 /// What the revert named: one path, or how many.
 fn files_named(files: &[String]) -> String {
     match files {
@@ -298,7 +303,8 @@ impl View {
                 .css_classes(["flat"])
                 .build();
             crate::ui::a11y::set_label(&revert, &gettext_f("Revert {path}", &[("path", &f.path)]));
-            let (this, turn, path) = (Rc::downgrade(self), turn.to_owned(), f.path.clone());
+            // By its whole path: two roots may each have a file of this name.
+            let (this, turn, path) = (Rc::downgrade(self), turn.to_owned(), whole_path(f));
             revert.connect_clicked(move |_| {
                 if let Some(this) = this.upgrade() {
                     this.revert(&turn, Some(&path), None, false);
@@ -309,7 +315,7 @@ impl View {
         // The hunks are drawn when the file is first opened: a turn of a
         // hundred files costs a hundred rows on the main loop, not a
         // hundred highlighted diffs.
-        let key = (turn.to_owned(), f.path.clone());
+        let key = (turn.to_owned(), whole_path(f));
         let f_turn = turn.to_owned();
         let this = Rc::downgrade(self);
         let (file, turn, built) = (f.clone(), turn.to_owned(), Cell::new(false));
@@ -334,7 +340,7 @@ impl View {
             .expanded
             .borrow()
             .iter()
-            .any(|(t, p)| p == &f.path && t == &f_turn);
+            .any(|(t, p)| p == &whole_path(f) && t == &f_turn);
         row.set_expanded(open);
         row
     }
@@ -367,13 +373,13 @@ impl View {
                 crate::ui::a11y::set_label(&keep, &gettext_f("Keep {change}", &[("change", &which)]));
                 let revert = gtk::Button::with_mnemonic(&gettext("_Revert"));
                 crate::ui::a11y::set_label(&revert, &gettext_f("Revert {change}", &[("change", &which)]));
-                let (this, t, p, i) = (Rc::downgrade(self), turn.to_owned(), f.path.clone(), h.index);
+                let (this, t, p, i) = (Rc::downgrade(self), turn.to_owned(), whole_path(f), h.index);
                 keep.connect_clicked(move |_| {
                     if let Some(this) = this.upgrade() {
                         this.keep(&t, &p, i);
                     }
                 });
-                let (this, t, p) = (Rc::downgrade(self), turn.to_owned(), f.path.clone());
+                let (this, t, p) = (Rc::downgrade(self), turn.to_owned(), whole_path(f));
                 revert.connect_clicked(move |_| {
                     if let Some(this) = this.upgrade() {
                         this.revert(&t, Some(&p), Some(i), false);
