@@ -483,4 +483,33 @@ def sign_in():
     say("ok")
 
 
-{"flow": flow, "narrow": narrow, "windows": windows, "sign-in": sign_in}[sys.argv[1] if len(sys.argv) > 1 else "flow"]()
+def changes():
+    """A turn of the demo agent changes src/main.rs by itself; the header's
+    button says so; Ctrl+Shift+R opens the Changes; every Tab stop there is
+    named; Undo Turn by the keyboard is heard as "Reverted src/main.rs"."""
+    listen()
+    frame = start()
+    count = len(frames())
+    select_agent_and_send(frame, "changefiles")
+    button = wait_for("the Changes button", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "1 file changed"), 30)
+    say(f"header: {describe(button)}")
+    win = other_window(["ctrl+shift+r"], "Changes", count)
+    stops = tab_round(win, 20)
+    if not any(s == "push button 'Undo turn 1'" for s in stops):
+        fail(f"Undo Turn is not a Tab stop: {stops}")
+    for _ in range(20):
+        node = focused(win)
+        if node is not None and node.name == "Undo turn 1":
+            break
+        press("Tab", 0.3)
+    press("space", 1.0)
+    if not heard("Reverted src/main.rs", 15):
+        fail(f"\"Reverted src/main.rs\" was not heard: {HEARD[-6:]}")
+    say("heard: Reverted src/main.rs")
+    say(f"focus after: {describe(focused(win))}")
+    press("Escape", 1.0)
+    wait_for("Escape to close the Changes", lambda: not any(f.name == "Changes" for f in frames()), 10)
+    say("ok")
+
+
+{"flow": flow, "narrow": narrow, "windows": windows, "sign-in": sign_in, "changes": changes}[sys.argv[1] if len(sys.argv) > 1 else "flow"]()

@@ -3088,6 +3088,10 @@ fn main() {
         ("ui::changes_review_and_undo", changes::review_and_undo),
         ("ui::follow_the_agent", changes::follow_the_agent),
         (
+            "ui::changes_by_keyboard_and_screen_reader",
+            changes::changes_by_keyboard_and_screen_reader,
+        ),
+        (
             "ui::custom_colours_have_enough_contrast",
             custom_colours_have_enough_contrast,
         ),

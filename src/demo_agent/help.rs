@@ -90,6 +90,7 @@ Prompt keywords (the prompt's first word):
   disk-edit OP...      change files in the cwd by itself (not through fs/*):
                        write:PATH=TEXT, append:PATH=TEXT, delete:PATH,
                        rename:FROM=TO (in TEXT, \\n is a newline, \\s a space)
+  changefiles          as disk-edit, a line appended to src/main.rs
   fs-race N OUTSIDE    swap a directory of the cwd with a symlink to OUTSIDE
                        (renameat2 RENAME_EXCHANGE) while reading and writing
                        through it N times; report what came from outside

@@ -81,6 +81,14 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
             "end_turn".to_string()
         }
         "fs-read" => fs_boundary::read(&agent, &sid, word(1, "")).await,
+        // `disk-edit` in one word of letters (what a keyboard test types).
+        "changefiles" => {
+            agent.chunk(&sid, "agent_thought_chunk", "Deciding what to change…");
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            let said = disk::edit(&["append:src/main.rs=//\\sedited\\sby\\sthe\\sdemo\\sagent\\n"]);
+            agent.chunk(&sid, "agent_message_chunk", &said);
+            "end_turn".to_string()
+        }
         "disk-edit" => {
             // An agent thinks before it acts (a model's answer comes first).
             agent.chunk(&sid, "agent_thought_chunk", "Deciding what to change…");

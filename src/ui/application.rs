@@ -333,6 +333,7 @@ fn setup_actions(app: &adw::Application) {
     app.set_accels_for_action("win.find", &["<Control>f"]);
     app.set_accels_for_action("win.search-conversations", &["<Control><Shift>f"]);
     app.set_accels_for_action("win.inbox", &["<Control>i"]);
+    app.set_accels_for_action("win.show-changes", &["<Control><Shift>r"]);
     app.set_accels_for_action("win.next-waiting", &["<Alt>Down"]);
     app.set_accels_for_action("win.previous-waiting", &["<Alt>Up"]);
 }

@@ -204,3 +204,19 @@ pub fn follow_the_agent(app: &adw::Application) -> Result<(), String> {
     close(f);
     Ok(())
 }
+
+/// By the keyboard and a screen reader, through AT-SPI (the script's
+/// `changes` mode): the Changes open with Ctrl+Shift+R, every Tab stop is
+/// named, and Undo Turn is heard as "Reverted src/main.rs" and done.
+pub fn changes_by_keyboard_and_screen_reader(_app: &adw::Application) -> Result<(), String> {
+    let project = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let main = project.path().join("src/main.rs");
+    std::fs::create_dir_all(project.path().join("src")).map_err(|e| e.to_string())?;
+    std::fs::write(&main, "fn main() {}\n").map_err(|e| e.to_string())?;
+    keyboard_only_on("changes", None, &auth_config("", project.path()))?;
+    let now = std::fs::read_to_string(&main).map_err(|e| e.to_string())?;
+    if now != "fn main() {}\n" {
+        return Err(format!("the turn was not undone: {now:?}"));
+    }
+    Ok(())
+}

@@ -28,6 +28,9 @@ struct View {
     title: adw::WindowTitle,
     /// Answers to an older reload are dropped.
     generation: Cell<u64>,
+    /// Said to a screen reader once the window is read again (what was
+    /// focused is rebuilt by then).
+    pending_announcement: std::cell::RefCell<Option<String>>,
     /// The files shown open (turn, path): a reload keeps them open.
     expanded: std::cell::RefCell<std::collections::HashSet<(String, String)>>,
 }
@@ -77,6 +80,23 @@ pub fn show(parent: &gtk::Window, core: Core, agent: &str, agent_title: &str) ->
     let keys = gtk::ShortcutController::new();
     super::add_close_keys(&keys);
     window.add_controller(keys);
+    // A list row keeps Escape to itself; the window takes it first.
+    let escape = gtk::EventControllerKey::new();
+    escape.set_propagation_phase(gtk::PropagationPhase::Capture);
+    escape.connect_key_pressed(glib::clone!(
+        #[weak]
+        window,
+        #[upgrade_or]
+        glib::Propagation::Proceed,
+        move |_, key, _, modifiers| {
+            if key == gtk::gdk::Key::Escape && modifiers.is_empty() {
+                window.close();
+                return glib::Propagation::Stop;
+            }
+            glib::Propagation::Proceed
+        }
+    ));
+    window.add_controller(escape);
     let view = Rc::new(View {
         window: window.clone(),
         core,
@@ -87,6 +107,7 @@ pub fn show(parent: &gtk::Window, core: Core, agent: &str, agent_title: &str) ->
         title,
         generation: Cell::new(0),
         expanded: Default::default(),
+        pending_announcement: Default::default(),
     });
     view.reload();
     // The window keeps its view (every handler holds it weakly) until it
@@ -139,6 +160,38 @@ fn review_text(r: Review) -> Option<String> {
     }
 }
 
+/// Every file the turns changed, from before the first to after the last.
+fn total_group(changes: &Changes) -> adw::PreferencesGroup {
+    let group = adw::PreferencesGroup::builder()
+        .title(gettext("All Turns"))
+        .description(fill(
+            &ngettext(
+                "{n} file changed",
+                "{n} files changed",
+                changes.files_changed as u32,
+            ),
+            &[("n", &changes.files_changed.to_string())],
+        ))
+        .build();
+    for f in &changes.total {
+        let status = match f.status {
+            FileStatus::Added => gettext("added"),
+            FileStatus::Modified => gettext("modified"),
+            FileStatus::Deleted => gettext("deleted"),
+            FileStatus::Renamed => gettext("renamed"),
+        };
+        let row = adw::ActionRow::builder()
+            .title(glib::markup_escape_text(&f.path).as_str())
+            .subtitle(
+                glib::markup_escape_text(&format!("{status}  +{} −{}", f.additions, f.deletions)).as_str(),
+            )
+            .build();
+        row.add_prefix(&gtk::Image::from_icon_name(status_icon(f.status)));
+        group.add(&row);
+    }
+    group
+}
+
 /// A file's path with its root: what Revert and Keep are given.
 fn whole_path(f: &FileChange) -> String {
     std::path::Path::new(&f.root).join(&f.path).display().to_string()
@@ -177,9 +230,23 @@ impl View {
     }
 
     fn fill(self: &Rc<Self>, changes: &Changes) {
+        // Rebuilt, the focused control goes: the focus stays in the
+        // window, on the first control of what is shown anew.
+        let had_focus =
+            gtk::prelude::GtkWindowExt::focus(&self.window).is_some_and(|f| f.is_ancestor(&self.body));
         while let Some(child) = self.body.first_child() {
             self.body.remove(&child);
         }
+        self.fill_body(changes);
+        if had_focus || self.pending_announcement.borrow().is_some() {
+            self.body.child_focus(gtk::DirectionType::TabForward);
+        }
+        if let Some(text) = self.pending_announcement.take() {
+            crate::ui::a11y::announce(&self.window, &text, crate::ui::a11y::Priority::Medium);
+        }
+    }
+
+    fn fill_body(self: &Rc<Self>, changes: &Changes) {
         let n = changes.files_changed;
         self.title.set_subtitle(&fill(
             &ngettext("{n} file changed", "{n} files changed", n as u32),
@@ -196,6 +263,10 @@ impl View {
             .conversation(&self.agent)
             .map(|c| c.messages)
             .unwrap_or_default();
+        // In total, when there is more than one turn.
+        if changes.turns.len() > 1 && !changes.total.is_empty() {
+            self.body.append(&total_group(changes));
+        }
         for (i, turn) in changes.turns.iter().enumerate().rev() {
             let asked = messages
                 .iter()
@@ -401,6 +472,15 @@ impl View {
         crate::ui::a11y::announce(&self.window, text, crate::ui::a11y::Priority::Medium);
     }
 
+    /// A toast now; the screen reader hears it once the window is read
+    /// again (see `fill`).
+    fn toast_then_say(&self, text: &str) {
+        let toast = adw::Toast::new(&crate::ui::markdown::escape(text));
+        toast.set_timeout(6);
+        self.toasts.add_toast(toast);
+        self.pending_announcement.replace(Some(text.to_owned()));
+    }
+
     fn keep(self: &Rc<Self>, turn: &str, path: &str, hunk: usize) {
         let (core, agent) = (self.core.clone(), self.agent.clone());
         let (turn, path) = (turn.to_owned(), path.to_owned());
@@ -465,7 +545,7 @@ impl View {
                 move |r| {
                     let Some(this) = weak.upgrade() else { return };
                     match r {
-                        Ok(done) => this.toast(&gettext_f(
+                        Ok(done) => this.toast_then_say(&gettext_f(
                             "Restored {files}",
                             &[("files", &files_named(&done.files))],
                         )),
@@ -476,7 +556,8 @@ impl View {
             );
         });
         self.toasts.add_toast(toast);
-        crate::ui::a11y::announce(&self.window, text, crate::ui::a11y::Priority::Medium);
+        // Said once the window shows the revert (see `fill`).
+        self.pending_announcement.replace(Some(text.to_owned()));
     }
 
     /// The file changed since the turn: revert only the turn's lines?
