@@ -141,18 +141,14 @@ pub fn bench() {
     let rt = tokio::runtime::Runtime::new().expect("runtime");
     let (tx, _rx) = parley::core::events::channel();
     let service = CheckpointService::new(tx, Some(store.clone()));
-    // What a turn's checkpoint adds before the prompt: begin, and the
-    // bounded wait for the first snapshot (it then runs while the agent
-    // thinks).
+    // What a turn's checkpoint adds before the prompt: `begin` (the first
+    // snapshot then runs while the agent thinks).
     let mut added = Vec::new();
     for turn in 0..15 {
         let id = format!("m{turn}");
         let (t, start) = rt.block_on(async {
             let t = Instant::now();
             let start = service.begin("bench", "c-bench", &id, vec![tree.clone()]);
-            service
-                .before_recorded_within("bench", parley::core::chat::BEFORE_PROMPT_WAIT)
-                .await;
             (t.elapsed(), start)
         });
         added.push(t);

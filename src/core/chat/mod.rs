@@ -26,7 +26,4 @@ pub use attachments::{check_file, AttachmentInput};
 pub use conversations::Conversations;
 pub use elicitation::check_content as check_form;
 pub use inbox::InboxItem;
-pub use state::{
-    ChatError, ChatService, Conversation, BEFORE_PROMPT_WAIT, CANCEL_GRACE, MAX_ATTACHMENTS,
-    MAX_ATTACHMENT_BYTES,
-};
+pub use state::{ChatError, ChatService, Conversation, CANCEL_GRACE, MAX_ATTACHMENTS, MAX_ATTACHMENT_BYTES};

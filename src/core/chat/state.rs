@@ -229,10 +229,6 @@ pub(super) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// How long a prompt waits at most for its turn's first snapshot before it
-/// goes out (the snapshot goes on while the agent thinks).
-pub const BEFORE_PROMPT_WAIT: std::time::Duration = std::time::Duration::from_millis(2);
-
 /// How long the agent has to end its turn after a Cancel before Parley ends it.
 pub const CANCEL_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
 

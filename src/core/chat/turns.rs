@@ -238,12 +238,9 @@ impl ChatService {
             c.activity = c.activity.wrapping_add(1);
         }
         self.watch_silence(agent, &give_up);
-        // The snapshot before the turn (begun before the session opened)
-        // gets a moment more; then it goes on while the agent thinks.
-        self.inner
-            .checkpoints
-            .before_recorded_within(agent, BEFORE_PROMPT_WAIT)
-            .await;
+        // The snapshot before the turn, begun before the session opened,
+        // goes on while the agent thinks: the prompt does not wait for it
+        // (a file write or a command of the agent's does).
         // Dropping the prompt's future (Cancel not answered in time) sends
         // `$/cancel_request` for it.
         let answer = tokio::select! {

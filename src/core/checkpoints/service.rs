@@ -360,11 +360,6 @@ impl CheckpointService {
         }
     }
 
-    /// [`CheckpointService::before_recorded`], waiting at most `limit`.
-    pub async fn before_recorded_within(&self, agent: &str, limit: Duration) {
-        let _ = tokio::time::timeout(limit, self.before_recorded(agent)).await;
-    }
-
     /// Takes the snapshot after a turn (when the one before it is done),
     /// writes the turn's record and tells `changes:updated`.
     pub fn end(&self, start: TurnStart) {
@@ -919,7 +914,26 @@ fn changes_of(store: &Path, record: &Record, only: Option<&str>) -> Changes {
     let mut turns = Vec::new();
     // Per root: the first "before" and the last "after", and what any
     // turn touched, for the total.
-    let mut spans: BTreeMap<String, (String, String, Vec<String>)> = BTreeMap::new();
+    let mut spans: BTreeMap<String, (String, String, std::collections::HashSet<String>)> = BTreeMap::new();
+    // Each root's shadow opened once, each pair of snapshots diffed once
+    // (a conversation of one turn: its total is that turn's diff).
+    let mut shadows: HashMap<String, Option<Shadow>> = HashMap::new();
+    let mut diffs: HashMap<(String, String, String), Result<Vec<FileChange>, String>> = HashMap::new();
+    let mut diff_of = |root: &str, before: &str, after: &str| -> Result<Vec<FileChange>, String> {
+        let key = (root.to_owned(), before.to_owned(), after.to_owned());
+        if let Some(d) = diffs.get(&key) {
+            return d.clone();
+        }
+        let shadow = shadows
+            .entry(root.to_owned())
+            .or_insert_with(|| Shadow::open(store, Path::new(root)).ok());
+        let d = match shadow {
+            Some(sh) => diff::changes(&sh.git, root, &sh.prefix, before, after).map_err(|e| e.to_string()),
+            None => Ok(Vec::new()),
+        };
+        diffs.insert(key, d.clone());
+        d
+    };
     for t in &record.turns {
         let mut files = Vec::new();
         let mut problems = Vec::new();
@@ -935,27 +949,24 @@ fn changes_of(store: &Path, record: &Record, only: Option<&str>) -> Changes {
                 pending |= root.error.is_none();
                 continue;
             };
-            let Ok(shadow) = Shadow::open(store, Path::new(&root.root)) else {
-                continue;
-            };
-            match diff::changes(&shadow.git, &root.root, &shadow.prefix, before, after) {
+            match diff_of(&root.root, before, after) {
                 Ok(mut fs) => {
                     for f in &mut fs {
                         apply_reviews(f, &t.reviews);
                     }
                     let span = spans
                         .entry(root.root.clone())
-                        .or_insert_with(|| (before.clone(), after.clone(), Vec::new()));
+                        .or_insert_with(|| (before.clone(), after.clone(), Default::default()));
                     span.1 = after.clone();
                     for f in &fs {
-                        span.2.push(f.git_path.clone());
+                        span.2.insert(f.git_path.clone());
                         if let Some(o) = &f.git_old_path {
-                            span.2.push(o.clone());
+                            span.2.insert(o.clone());
                         }
                     }
                     files.extend(fs);
                 }
-                Err(e) => problems.push(e.to_string()),
+                Err(e) => problems.push(e),
             }
         }
         if only.is_none_or(|o| o == t.turn) {
@@ -970,10 +981,7 @@ fn changes_of(store: &Path, record: &Record, only: Option<&str>) -> Changes {
     }
     let mut total = Vec::new();
     for (root, (before, after, touched)) in spans {
-        let Ok(shadow) = Shadow::open(store, Path::new(&root)) else {
-            continue;
-        };
-        if let Ok(fs) = diff::changes(&shadow.git, &root, &shadow.prefix, &before, &after) {
+        if let Ok(fs) = diff_of(&root, &before, &after) {
             total.extend(
                 fs.into_iter()
                     .filter(|f| touched.contains(&f.git_path))
