@@ -10,22 +10,25 @@
 //! - `diff`: files and hunks between two snapshots;
 //! - `revert`: planning and writing a revert, three-way where needed;
 //! - `store`: a conversation's turns and review, as a JSON file;
-//! - `service`: [`CheckpointService`], what the chat and `serve` call.
+//! - `service`: [`CheckpointService`], its state and a turn's snapshots;
+//!   `changes`, `review` and `prune`: its other parts (the Changes;
+//!   reverts, Undo and Keep; what is given up).
 //!
 //! All git work runs on tokio's blocking pool, never on the main loop.
 
+mod changes;
 pub mod diff;
 pub mod git;
+mod prune;
 pub mod revert;
+mod review;
 mod service;
 pub mod shadow;
 pub mod store;
 
 pub use diff::{FileChange, FileStatus, Hunk, Review};
-pub use service::{
-    default_store, Changes, CheckpointError, CheckpointService, FileTotal, Reverted, Settings, TurnChanges,
-    TurnStart,
-};
+pub use changes::{Changes, FileTotal, TurnChanges};
+pub use service::{default_store, CheckpointError, CheckpointService, Reverted, Settings, TurnStart};
 
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,7 @@
 
 pub mod add_agent;
 pub mod agent_row;
+mod changes_parts;
 pub mod changes_view;
 pub mod code_block;
 pub mod completion_list;
