@@ -1,5 +1,6 @@
 //! The Changes of a conversation: each turn's files and hunks between its
 //! two snapshots, the review applied, and the files of all turns in total.
+//! A leaf beneath the service: it reads records and shadows, nothing more.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -7,9 +8,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::diff::{self, FileChange, FileStatus, Review};
-use super::service::{CheckpointError, CheckpointService};
 use super::shadow::Shadow;
-use super::store::{self, review_key, Record};
+use super::store::{review_key, Record};
 
 /// `ChatService.Changes`: a conversation's turns and what each changed.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -42,28 +42,6 @@ pub struct FileTotal {
     pub status: FileStatus,
     pub additions: u32,
     pub deletions: u32,
-}
-
-impl CheckpointService {
-    /// The conversation's changes (one turn's, with `turn`).
-    pub async fn changes(&self, conversation: &str, turn: Option<&str>) -> Result<Changes, CheckpointError> {
-        let store = self.inner.store.clone().ok_or(CheckpointError::Off)?;
-        let (conversation, turn) = (conversation.to_owned(), turn.map(str::to_owned));
-        tokio::task::spawn_blocking(move || {
-            let record = store::load(&store, &conversation).unwrap_or(Record {
-                conversation: conversation.clone(),
-                ..Default::default()
-            });
-            if let Some(t) = &turn {
-                if !record.turns.iter().any(|r| &r.turn == t) {
-                    return Err(CheckpointError::NoTurn(t.clone()));
-                }
-            }
-            Ok(changes_of(&store, &record, turn.as_deref()))
-        })
-        .await
-        .map_err(|e| CheckpointError::Failed(e.to_string()))?
-    }
 }
 
 pub(super) fn count_files(changes: &Changes) -> usize {

@@ -26,8 +26,8 @@ mod service;
 pub mod shadow;
 pub mod store;
 
-pub use diff::{FileChange, FileStatus, Hunk, Review};
 pub use changes::{Changes, FileTotal, TurnChanges};
+pub use diff::{FileChange, FileStatus, Hunk, Review};
 pub use service::{default_store, CheckpointError, CheckpointService, Reverted, Settings, TurnStart};
 
 #[cfg(test)]

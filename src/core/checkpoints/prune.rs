@@ -2,7 +2,6 @@
 //! settings, the oldest turns' (by age, then by size), and the objects no
 //! ref keeps any more.
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::time::Duration;
 

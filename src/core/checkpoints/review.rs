@@ -1,7 +1,6 @@
 //! The review's writes: a revert (a hunk, a file, a turn), its Undo, and
 //! Keep; each decided in full before anything is written.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 

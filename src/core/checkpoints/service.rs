@@ -5,14 +5,14 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::changes::{changes_of, count_files};
+use super::changes::{changes_of, count_files, Changes};
 use super::diff::Review;
 use super::revert::{RevertError, Write};
 use super::shadow::{shadow_name, Shadow};
@@ -439,4 +439,23 @@ impl CheckpointService {
         );
     }
 
+    /// The conversation's changes (one turn's, with `turn`).
+    pub async fn changes(&self, conversation: &str, turn: Option<&str>) -> Result<Changes, CheckpointError> {
+        let store = self.inner.store.clone().ok_or(CheckpointError::Off)?;
+        let (conversation, turn) = (conversation.to_owned(), turn.map(str::to_owned));
+        tokio::task::spawn_blocking(move || {
+            let record = store::load(&store, &conversation).unwrap_or(Record {
+                conversation: conversation.clone(),
+                ..Default::default()
+            });
+            if let Some(t) = &turn {
+                if !record.turns.iter().any(|r| &r.turn == t) {
+                    return Err(CheckpointError::NoTurn(t.clone()));
+                }
+            }
+            Ok(changes_of(&store, &record, turn.as_deref()))
+        })
+        .await
+        .map_err(|e| CheckpointError::Failed(e.to_string()))?
+    }
 }

@@ -18,7 +18,9 @@ use crate::core::services::Core;
 use crate::i18n::{fill, gettext, gettext_f, ngettext};
 use crate::ui::runtime;
 
-use super::changes_parts::{files_named, hunk_text, review_text, status_icon, status_text, total_group, whole_path};
+use super::changes_parts::{
+    files_named, hunk_text, review_text, status_icon, status_text, total_group, whole_path,
+};
 
 struct View {
     window: adw::Window,
