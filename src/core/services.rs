@@ -139,9 +139,13 @@ impl Core {
     /// Quitting: every agent is stopped with the spec's sequence.
     pub async fn shutdown(&self) {
         self.config.stop_watching();
+        // The turns that ended have their last snapshots recorded first
+        // (`changes:updated` before the agents' last `agent:state`), then
+        // those the stop ends, before the files go.
+        let settle = std::time::Duration::from_secs(30);
+        self.checkpoints.settle(settle).await;
         self.agents.shutdown().await;
-        // The last turns' snapshots are recorded before the files go.
-        self.checkpoints.settle(std::time::Duration::from_secs(30)).await;
+        self.checkpoints.settle(settle).await;
         // What the ended turns wrote is on disk, and the file is let go
         // (another Parley may write it now).
         if let Some(h) = self.history.flushed() {
