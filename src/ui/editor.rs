@@ -128,7 +128,9 @@ pub fn follow(call: &ToolCall, roots: &[std::path::PathBuf]) {
     });
     for l in fresh {
         let path = l.path.clone();
-        open(&l, move |e| tracing::info!("follow: could not open {path}: {e}"));
+        open(&l, move |e| {
+            tracing::info!("follow: could not open {path:?}: {e:?}")
+        });
     }
 }
 

@@ -68,7 +68,7 @@ pub(super) fn total_group(changes: &Changes) -> adw::PreferencesGroup {
             FileStatus::Renamed => gettext("renamed"),
         };
         let row = adw::ActionRow::builder()
-            .title(glib::markup_escape_text(&f.path).as_str())
+            .title(glib::markup_escape_text(&crate::ui::markdown::visible(&f.path)).as_str())
             .subtitle(
                 glib::markup_escape_text(&format!("{status}  +{} −{}", f.additions, f.deletions)).as_str(),
             )

@@ -206,7 +206,7 @@ impl View {
             )
         };
         let group = adw::PreferencesGroup::builder()
-            .title(glib::markup_escape_text(&title).as_str())
+            .title(glib::markup_escape_text(&crate::ui::markdown::visible(&title)).as_str())
             .build();
         let files = turn.files.len();
         let description = if turn.pending {
@@ -239,7 +239,7 @@ impl View {
         }
         for problem in &turn.problems {
             let row = adw::ActionRow::builder()
-                .title(glib::markup_escape_text(problem).as_str())
+                .title(glib::markup_escape_text(&crate::ui::markdown::visible(problem)).as_str())
                 .build();
             row.add_prefix(&gtk::Image::from_icon_name("dialog-warning-symbolic"));
             row.add_css_class("warning");
@@ -262,8 +262,8 @@ impl View {
             subtitle = format!("{subtitle} · {r}");
         }
         let row = adw::ExpanderRow::builder()
-            .title(glib::markup_escape_text(&f.path).as_str())
-            .subtitle(glib::markup_escape_text(&subtitle).as_str())
+            .title(glib::markup_escape_text(&crate::ui::markdown::visible(&f.path)).as_str())
+            .subtitle(glib::markup_escape_text(&crate::ui::markdown::visible(&subtitle)).as_str())
             .build();
         row.add_prefix(&gtk::Image::from_icon_name(status_icon(f.status)));
         let full = std::path::Path::new(&f.root).join(&f.path);
