@@ -59,6 +59,8 @@ events! {
     ElicitationRequested(ElicitationRequest) = "elicitation:requested",
     ElicitationResolved(ElicitationResolved) = "elicitation:resolved",
     ChangesUpdated(ChangesUpdated) = "changes:updated",
+    QueueChanged(QueueChanged) = "queue:changed",
+    DraftChanged(DraftChanged) = "draft:changed",
 }
 
 impl Event {
@@ -85,6 +87,8 @@ impl Event {
             Event::ElicitationRequested(e) => Some(&e.agent),
             Event::ElicitationResolved(e) => Some(&e.agent),
             Event::ChangesUpdated(e) => Some(&e.agent),
+            Event::QueueChanged(e) => Some(&e.agent),
+            Event::DraftChanged(e) => Some(&e.agent),
             Event::HistoryStatus(_) | Event::RegistryProgress(_) | Event::RegistryChanged(_) => None,
         }
     }
@@ -214,8 +218,27 @@ pub struct ElicitationResolved {
     pub action: String,
 }
 
-/// A message left the conversation: the empty answer of a prompt that the
-/// agent refused for want of a sign-in.
+/// `queue:changed`: the queue of an agent's conversation was reordered
+/// (`EditQueued`, `SendNow`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct QueueChanged {
+    pub agent: String,
+    /// The ids of the queued user messages, in the order they will be sent.
+    pub queue: Vec<String>,
+}
+
+/// The draft of an agent's open conversation was set (`SetDraft`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DraftChanged {
+    pub agent: String,
+    pub draft: crate::core::types::draft::Draft,
+}
+
+/// A message left the conversation: a queued message deleted
+/// (`EditQueued`), or the empty answer of a prompt that the agent refused
+/// for want of a sign-in.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct MessageRemoved {
@@ -350,10 +373,10 @@ mod tests {
         });
         let wire = serde_json::to_value(&e).expect("json");
         assert_eq!(wire["event"], e.name());
-        assert_eq!(Event::NAMES.len(), 23);
+        assert_eq!(Event::NAMES.len(), 25);
         let mut names = Event::NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 23, "distinct");
+        assert_eq!(names.len(), 25, "distinct");
     }
 }

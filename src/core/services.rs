@@ -286,6 +286,36 @@ impl Core {
                     .map(|_| Value::Null)?)
             }
             "ChatService.HistoryStatus" => to(serde_json::to_value(self.history.status())),
+            "ChatService.EditQueued" => {
+                let edit: crate::core::chat::QueueEdit =
+                    serde_json::from_value(params.get(2).cloned().unwrap_or(Value::Null)).map_err(|e| {
+                        gettext_f(
+                            "ChatService.EditQueued: argument 3 must be an object of text, position or delete: {e}",
+                            &[("e", &e.to_string())],
+                        )
+                    })?;
+                to(serde_json::to_value(self.chat.edit_queued(
+                    &s(0)?,
+                    &s(1)?,
+                    edit,
+                )?))
+            }
+            "ChatService.SendNow" => Ok(self.chat.send_now(&s(0)?, &s(1)?).map(|_| Value::Null)?),
+            "ChatService.Retry" => Ok(self.chat.retry(&s(0)?).map(Value::String)?),
+            "ChatService.Steer" => Ok(self.chat.steer(&s(0)?, &s(1)?).map(Value::String)?),
+            "ChatService.Fork" => {
+                let (before, text) = (opt_str(params, 1), opt_str(params, 2));
+                to(serde_json::to_value(self.chat.fork(&s(0)?, before, text).await?))
+            }
+            "ChatService.SetDraft" => {
+                let draft = crate::core::types::draft::Draft {
+                    text: s(1)?,
+                    anchor: opt_str(params, 2).map(str::to_owned),
+                };
+                Ok(self.chat.set_draft(&s(0)?, draft).map(|_| Value::Null)?)
+            }
+            "ChatService.Draft" => to(serde_json::to_value(self.chat.draft(&s(0)?).await?)),
+            "ChatService.Restore" => to(serde_json::to_value(self.chat.restore().await)),
             "RegistryService.List" => to(serde_json::to_value(
                 self.registry
                     .list(params.first().and_then(Value::as_bool).unwrap_or(false))

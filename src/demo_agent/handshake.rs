@@ -18,6 +18,12 @@ pub(super) async fn initialize(agent: &Agent, id: &Value, params: Value) {
         .pointer("/clientCapabilities/session/configOptions/boolean")
         .is_some_and(Value::is_object);
     agent.boolean_options.store(boolean, Ordering::Relaxed);
+    if let Some(caps) = params.get("clientCapabilities") {
+        *agent
+            .client_capabilities
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = caps.clone();
+    }
     match serde_json::from_value::<acp::InitializeRequest>(params) {
         Ok(req) => eprintln!(
             "demo: initialize from {:?}, protocol {}",
@@ -52,7 +58,8 @@ pub(super) async fn initialize(agent: &Agent, id: &Value, params: Value) {
             "protocolVersion": version,
             "agentCapabilities": {"loadSession": sessions::load_session(agent), "promptCapabilities": prompt_caps,
                 "mcpCapabilities": mcp_caps, "sessionCapabilities": session_caps,
-                "auth": if agent.mode("auth-agent").is_some() { json!({"logout": {}}) } else { json!({}) }},
+                "auth": if agent.mode("auth-agent").is_some() { json!({"logout": {}}) } else { json!({}) },
+                "_meta": super::steering::meta(agent)},
             "authMethods": auth::methods(agent),
             "agentInfo": {"name": "parley-demo-agent", "title": "Demo Agent", "version": env!("CARGO_PKG_VERSION")}
         }),

@@ -54,7 +54,13 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   slow-reopen          answer session/resume and session/load after 1 s
   list                 offer session/list (the stored sessions of a cwd,
                        newest first, one page) and session/delete
-With resume, load or list, sessions are stored as <sessionId>.json files
+  fork                 offer session/fork (a new session holding the
+                       stored turns of the given one)
+  steer                advertise _meta.claudeCode.promptQueueing: a prompt
+                       during a turn of its session is taken into it
+                       (slow and wait say \"Steered: TEXT\") and answered
+                       when that turn ends
+With resume, load, list or fork, sessions are stored as <sessionId>.json files
 in PARLEY_DEMO_SESSIONS (default: parley-demo-sessions in the temporary
 directory), with session ids unique across processes; each prompt adds a
 turn (its text and the agent text streamed), session-info stores the title.
@@ -109,6 +115,12 @@ Prompt keywords (the prompt's first word):
 The model option's value demo-unavailable is always refused.
   late                 send a chunk after answering session/prompt
   unknown-update       send a session update of an unknown kind
+  remembered           say the user messages the stored session holds
+                       (modes resume, load, list or fork)
+  timeline             a notice, two plans by id (one removed), two agent
+                       messages (messageId), a tool call with its name, a
+                       context compaction with a summary, an update of an
+                       unknown kind (twice), and a last notice
   stderr K             write K lines on stderr
   error                answer session/prompt with a JSON-RPC error
   echo TEXT            answer TEXT

@@ -11,7 +11,7 @@
 //! slash commands). The scenarios, one family a file: `startup`,
 //! `handshake`, `auth`, `controls`, `sessions`, `showcase` (the normal
 //! answer), `turns`, `permissions`, `elicitation`, `session_updates`,
-//! `unknown_messages`, `fs_boundary`, `terminals` and `hostile_text`. On top,
+//! `timeline`, `steering`, `unknown_messages`, `fs_boundary`, `terminals` and `hostile_text`. On top,
 //! the dispatchers: `prompt` (which keyword goes to which scenario),
 //! `methods` (which ACP method goes where) and `program` (the entry points
 //! and the loop reading stdin). This file only declares them.
@@ -33,7 +33,9 @@ mod sessions;
 mod showcase;
 mod startup;
 mod state;
+mod steering;
 mod terminals;
+mod timeline;
 mod turns;
 mod unknown_messages;
 mod wire;

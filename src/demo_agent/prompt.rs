@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::state::Agent;
 use super::{
     controls, disk, elicitation, fs_boundary, help, hostile_text, permissions, session_updates, sessions,
-    showcase, terminals, turns, unknown_messages,
+    showcase, steering, terminals, timeline, turns, unknown_messages,
 };
 
 fn words(text: &str) -> Vec<&str> {
@@ -49,8 +49,17 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         })
         .collect::<Vec<_>>()
         .join(" ");
+    if steering::take_in(&agent, &sid, &id, &text).await {
+        return;
+    }
     sessions::start_turn(&agent, &sid);
-    let w = words(&text);
+    steering::begin(&agent, &sid);
+    // A prompt that carries the earlier turns as context (a forked
+    // conversation's first): the keyword is in what follows the last rule.
+    let asked = text
+        .rsplit_once("\n---\n")
+        .map_or(text.as_str(), |(_, after)| after);
+    let w = words(asked);
     let first = w.first().copied().unwrap_or("").trim_start_matches('/');
     let num = |i: usize, default: u64| w.get(i).and_then(|s| s.parse::<u64>().ok()).unwrap_or(default);
     let word = |i: usize, default: &'static str| w.get(i).copied().unwrap_or(default);
@@ -111,6 +120,12 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         "usage" => session_updates::usage(&agent, &sid, num(1, 1000), num(2, 0)),
         "late" => return turns::late(&agent, &sid, &id, &text),
         "unknown-update" => unknown_messages::update(&agent, &sid),
+        "remembered" => {
+            let said = sessions::remembered(&agent, &sid).join(" / ");
+            agent.chunk(&sid, "agent_message_chunk", &format!("remembered: {said}"));
+            "end_turn".to_string()
+        }
+        "timeline" => timeline::timeline(&agent, &sid).await,
         "stderr" => turns::stderr(&agent, &sid, num(1, 10)),
         "error" => return turns::error(&agent, &id),
         "broken-chunks" => {
@@ -164,6 +179,8 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
     } else {
         stop
     };
+    steering::say_steered(&agent, &sid);
+    steering::end(&agent, &sid);
     sessions::end_turn(&agent, &sid, &text);
     agent.respond(&id, json!({"stopReason": stop}));
 }

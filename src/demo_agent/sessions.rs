@@ -61,7 +61,10 @@ fn now() -> String {
 
 /// Where sessions are stored, when one of the modes that persist them is on.
 pub fn dir(agent: &Agent) -> Option<PathBuf> {
-    if !["resume", "load", "list"].iter().any(|m| agent.mode(m).is_some()) {
+    if !["resume", "load", "list", "fork"]
+        .iter()
+        .any(|m| agent.mode(m).is_some())
+    {
         return None;
     }
     Some(match std::env::var_os("PARLEY_DEMO_SESSIONS") {
@@ -192,6 +195,7 @@ pub fn capabilities(agent: &Agent, mut caps: Value) -> Value {
         ("close", resume || load_session(agent)),
         ("list", list),
         ("delete", list),
+        ("fork", agent.mode("fork").is_some()),
     ];
     if let Some(map) = caps.as_object_mut() {
         for (name, on) in offered {
@@ -211,6 +215,7 @@ pub fn answers(agent: &Agent, method: &str) -> bool {
         "session/load" => on("load"),
         "session/close" => on("resume") || on("load"),
         "session/list" | "session/delete" => on("list"),
+        "session/fork" => on("fork"),
         _ => false,
     }
 }
@@ -223,6 +228,7 @@ pub fn handle(agent: &Agent, method: &str, id: &Value, params: &Value) {
         "session/close" => close(agent, id, params),
         "session/list" => respond_list(agent, id, params),
         "session/delete" => delete(agent, id, params),
+        "session/fork" => fork(agent, id, params),
         other => agent.respond_error(id, -32601, &format!("method not found: {other}")),
     }
 }
@@ -291,6 +297,43 @@ fn reopen(agent: &Agent, id: &Value, params: &Value, replay: bool) {
     register(agent, sid);
     available_commands(agent, sid);
     agent.respond(id, controls::session_state(agent));
+}
+
+/// `session/fork` (mode `fork`): a new session holding the stored turns
+/// of the given one.
+fn fork(agent: &Agent, id: &Value, params: &Value) {
+    let from = session_id(params);
+    eprintln!("demo: session/fork {from}");
+    let Some(dir) = agent.sessions_dir.as_deref() else {
+        return agent.respond_error(id, NOT_FOUND, "sessions are not kept");
+    };
+    let Some(mut stored) = read(dir, from) else {
+        return agent.respond_error(id, NOT_FOUND, &format!("session not found: {from}"));
+    };
+    let n = agent.sessions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let sid = new_id(n);
+    stored.session_id = sid.clone();
+    stored.updated_at = now();
+    if let Err(e) = write(dir, &stored) {
+        return agent.respond_error(id, -32603, &format!("cannot store the fork: {e}"));
+    }
+    register(agent, &sid);
+    available_commands(agent, &sid);
+    let mut answer = controls::session_state(agent);
+    if let Some(map) = answer.as_object_mut() {
+        map.insert("sessionId".into(), json!(sid));
+    }
+    agent.respond(id, answer);
+}
+
+/// The users' messages the session remembers (`remembered`), oldest first.
+pub fn remembered(agent: &Agent, sid: &str) -> Vec<String> {
+    agent
+        .sessions_dir
+        .as_deref()
+        .and_then(|d| read(d, sid))
+        .map(|s| s.turns.into_iter().map(|t| t.user).collect())
+        .unwrap_or_default()
 }
 
 /// `session/close`: forgets the session; its file stays.

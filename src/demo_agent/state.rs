@@ -28,6 +28,10 @@ pub(super) struct Agent {
     pub(super) signed_in: AtomicBool,
     /// The client advertised `session.configOptions.boolean`.
     pub(super) boolean_options: AtomicBool,
+    /// The client's `clientCapabilities`, as `initialize` gave them.
+    pub(super) client_capabilities: Mutex<Value>,
+    /// Mode `steer`: each running turn's end, and the texts taken into it.
+    pub(super) steering: Mutex<HashMap<String, Steered>>,
     pub(super) recorded: Mutex<Recorded>,
     /// With `resume`, `load` or `list`: where sessions are stored.
     pub(super) sessions_dir: Option<PathBuf>,
@@ -35,6 +39,9 @@ pub(super) struct Agent {
     /// process (only those have an entry).
     pub(super) turn_text: Mutex<HashMap<String, String>>,
 }
+
+/// A running turn's end, and the texts taken into it (mode `steer`).
+pub(super) type Steered = (Arc<tokio::sync::Notify>, Vec<String>);
 
 /// What the demo keeps of the session.
 #[derive(Default)]
@@ -65,6 +72,8 @@ impl Agent {
             deaf: AtomicBool::new(false),
             signed_in: AtomicBool::new(false),
             boolean_options: AtomicBool::new(false),
+            client_capabilities: Mutex::new(Value::Null),
+            steering: Mutex::new(HashMap::new()),
             recorded: Mutex::new(Recorded::default()),
             sessions_dir: None,
             turn_text: Mutex::new(HashMap::new()),

@@ -46,6 +46,7 @@ pub(super) async fn slow(agent: &Agent, sid: &str, n: u64, ms: u64) -> String {
         if agent.is_cancelled(sid) {
             break;
         }
+        super::steering::say_steered(agent, sid);
         agent.chunk(sid, "agent_message_chunk", &format!("chunk {i} "));
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
@@ -63,6 +64,7 @@ pub(super) async fn wait(agent: &Agent, sid: &str) -> String {
     let mut i = 0;
     while !agent.is_cancelled(sid) && i < 6000 {
         if i % 10 == 0 {
+            super::steering::say_steered(agent, sid);
             agent.chunk(sid, "agent_message_chunk", ".");
         }
         tokio::time::sleep(Duration::from_millis(10)).await;

@@ -1,7 +1,8 @@
 //! What a screen reader hears about the selected agent without leaving the
 //! composer (see `a11y::announce`): its state, a permission request the
 //! moment it comes (with the keys that answer it), the start of the
-//! answer when the turn ends, and its sign-in: needed, and done.
+//! answer when the turn ends, a session notice, and its sign-in: needed,
+//! and done.
 
 use gtk::glib;
 use gtk::prelude::*;
@@ -94,6 +95,28 @@ pub fn watch(
             }
         ),
     );
+    let notice = agent.conversation().connect_local(
+        "notice",
+        false,
+        glib::clone!(
+            #[weak]
+            composer,
+            #[upgrade_or]
+            None,
+            move |args| {
+                let arg = |i: usize| args.get(i).and_then(|v| v.get::<String>().ok());
+                let n = crate::core::types::notice::Notice {
+                    severity: arg(1)?,
+                    title: arg(2)?,
+                    description: arg(3).filter(|d| !d.is_empty()),
+                };
+                let urgent = matches!(n.severity.as_str(), "warning" | "error");
+                let priority = if urgent { Priority::High } else { Priority::Medium };
+                announce(&composer, &crate::ui::widgets::notice_parts::spoken(&n), priority);
+                None
+            }
+        ),
+    );
     let ended = agent.conversation().connect_local(
         "turn-ended",
         false,
@@ -127,6 +150,7 @@ pub fn watch(
         (agent.state().clone().upcast(), status),
         (agent.sign_in().clone().upcast(), sign_in),
         (agent.conversation().clone().upcast(), permission),
+        (agent.conversation().clone().upcast(), notice),
         (agent.conversation().clone().upcast(), ended),
     ]
 }

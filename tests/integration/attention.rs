@@ -349,61 +349,6 @@ async fn elicitation_forms_are_checked_and_urls_complete() {
     h.core.shutdown().await;
 }
 
-/// Runs `parley-cli serve` on `config`; answers come back on the channel.
-struct Serve {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::sync::mpsc::Receiver<Value>,
-}
-
-impl Serve {
-    fn start(dir: &std::path::Path, config: &std::path::Path) -> Serve {
-        use std::io::BufRead;
-        let mut child = std::process::Command::new(cli())
-            .args(["serve", "--config"])
-            .arg(config)
-            .env("XDG_STATE_HOME", dir)
-            .env("XDG_DATA_HOME", dir)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("serve");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                    let _ = tx.send(v);
-                }
-            }
-        });
-        Serve { child, stdin, lines }
-    }
-
-    fn send(&mut self, call: Value) {
-        use std::io::Write;
-        writeln!(self.stdin, "{call}").expect("write");
-    }
-
-    fn wait(&self, what: &str, pred: impl Fn(&Value) -> bool) -> Value {
-        loop {
-            let v = self
-                .lines
-                .recv_timeout(Duration::from_secs(20))
-                .unwrap_or_else(|_| panic!("timed out waiting for {what}"));
-            if pred(&v) {
-                return v;
-            }
-        }
-    }
-
-    fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
-        self.send(json!({"id": id, "method": method, "params": params}));
-        self.wait(method, |v| v["id"] == id)
-    }
-}
-
 #[test]
 fn serve_lists_the_inbox_and_runs_command_channels() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -261,7 +261,7 @@ async fn the_demo_turn_shows_tools_diffs_plan_thought_and_usage() {
     );
     assert!(matches!(&m.parts[0], Part::Thought { text } if text.contains("change the greeting")));
     let plan = m.parts.iter().find_map(|p| match p {
-        Part::Plan { entries } => Some(entries.clone()),
+        Part::Plan { entries, .. } => Some(entries.clone()),
         _ => None,
     });
     assert!(plan

@@ -25,6 +25,7 @@ mod real_claude;
 mod real_codex;
 mod real_gemini;
 mod registry;
+mod steering;
 mod supervisor;
 mod terminals;
 mod translations;

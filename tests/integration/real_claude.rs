@@ -172,7 +172,7 @@ async fn claude_edits_asks_runs_plans_cancels_fails_clearly_and_resumes() {
     assert_eq!(stop(&m), "end_turn", "{m:#?}");
     assert!(
         m.parts.iter().any(
-            |p| matches!(p, Part::Plan { entries } if entries.iter().any(|e| e.content == "Edit notes"))
+            |p| matches!(p, Part::Plan { entries, .. } if entries.iter().any(|e| e.content == "Edit notes"))
         ),
         "{m:#?}"
     );

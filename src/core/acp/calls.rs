@@ -88,12 +88,18 @@ pub async fn initialize(conn: &Connection) -> Result<Initialized, CallError> {
                         .form(acp::ElicitationFormCapabilities::new())
                         .url(acp::ElicitationUrlCapabilities::new()),
                 )
+                // Notices, compactions and several plans are shown
+                // (`chat::timeline`).
                 .session(
-                    acp::ClientSessionCapabilities::new().config_options(
-                        acp::SessionConfigOptionsCapabilities::new()
-                            .boolean(acp::BooleanConfigOptionCapabilities::new()),
-                    ),
+                    acp::ClientSessionCapabilities::new()
+                        .config_options(
+                            acp::SessionConfigOptionsCapabilities::new()
+                                .boolean(acp::BooleanConfigOptionCapabilities::new()),
+                        )
+                        .notices(acp::NoticeCapabilities::new())
+                        .compaction(acp::CompactionCapabilities::new()),
                 )
+                .plan(acp::PlanCapabilities::new())
                 // The legacy form of the same, which claude-agent-acp reads;
                 // and `terminal_output`: claude-agent-acp and codex-acp then
                 // stream a command's output as a live terminal
@@ -290,6 +296,27 @@ pub async fn list_sessions(conn: &Connection, cwd: &Path) -> Result<Vec<acp::Ses
 }
 
 /// `session/close` (where `sessionCapabilities.close` is advertised).
+/// `session/fork` (where `sessionCapabilities.fork` is advertised): a new
+/// session holding all the given one has; its id and the raw answer (its
+/// options).
+pub async fn fork_session(
+    conn: &Connection,
+    session_id: &str,
+    cwd: &Path,
+    additional_directories: Vec<std::path::PathBuf>,
+    mcp_servers: Vec<acp::McpServer>,
+) -> Result<(acp::SessionId, Value), CallError> {
+    let request = acp::ForkSessionRequest::new(session_id.to_owned(), cwd)
+        .additional_directories(additional_directories)
+        .mcp_servers(mcp_servers);
+    let answer = conn
+        .request("session/fork", to_params(&request))
+        .await
+        .map_err(map_auth)?;
+    let response: acp::ForkSessionResponse = decode("session/fork", answer.clone())?;
+    Ok((response.session_id, answer))
+}
+
 pub async fn close_session(conn: &Connection, session_id: &str) -> Result<(), CallError> {
     let request = acp::CloseSessionRequest::new(session_id.to_owned());
     conn.request("session/close", to_params(&request)).await?;

@@ -5,7 +5,9 @@ use super::state::*;
 
 /// Names what was wrong with a session update that did not decode: an
 /// unknown kind, or an unknown content block type (never dropped silently).
-pub(super) fn describe_bad_update(params: &RawValue, e: &serde_json::Error) -> String {
+/// The update's kind (with its content type when that is what failed), and
+/// what was wrong with it.
+pub(super) fn describe_bad_update(params: &RawValue, e: &serde_json::Error) -> (String, String) {
     let raw: Value = serde_json::from_str(params.get()).unwrap_or(Value::Null);
     let update = &raw["update"];
     let kind = update.get("sessionUpdate").and_then(Value::as_str).unwrap_or("?");
@@ -14,10 +16,14 @@ pub(super) fn describe_bad_update(params: &RawValue, e: &serde_json::Error) -> S
         .and_then(|c| c.get("type"))
         .and_then(Value::as_str)
     {
-        Some(t) if !matches!(t, "text" | "image" | "audio" | "resource_link" | "resource") => {
-            format!("an unknown content block type {t} in a {kind} update")
-        }
-        _ => format!("an unknown or malformed session update {kind} ({e})"),
+        Some(t) if !matches!(t, "text" | "image" | "audio" | "resource_link" | "resource") => (
+            format!("{kind}/{t}"),
+            format!("an unknown content block type {t} in a {kind} update"),
+        ),
+        _ => (
+            kind.to_owned(),
+            format!("an unknown or malformed session update {kind} ({e})"),
+        ),
     }
 }
 
@@ -47,11 +53,11 @@ impl AgentClient for ChatClient {
         match serde_json::from_str::<acp::SessionNotification>(params.get()) {
             Ok(n) => chat.apply_update(agent, &n.session_id.0, n.update),
             Err(e) => {
-                let what = describe_bad_update(params, &e);
-                tracing::warn!(agent, "{what}");
-                chat.inner
-                    .supervisor
-                    .log(agent, format!("parley: ignored {what}"));
+                let (kind, what) = describe_bad_update(params, &e);
+                chat.tell_once(agent, &kind, || {
+                    tracing::warn!(agent, "{what}");
+                    format!("parley: ignored {what} (said once per kind)")
+                });
             }
         }
     }
@@ -112,6 +118,7 @@ impl ChatService {
                 live: Mutex::default(),
                 rules: Mutex::default(),
                 silence: Mutex::new(Some(std::time::Duration::from_secs(300))),
+                unshown: Mutex::new(std::collections::HashSet::new()),
             }),
         };
         supervisor.set_client(Arc::new(ChatClient(Arc::downgrade(&chat.inner))));
@@ -144,7 +151,18 @@ impl ChatService {
         let mut emit = |e: Event| self.emit(e);
         if let Some(kind) = c.apply(agent, update, &mut next_id, &mut emit) {
             drop(convs);
-            tracing::debug!(agent, kind, "session update not shown");
+            self.tell_once(agent, &kind, || {
+                format!("parley: the agent sends {kind} session updates, which Parley does not show (said once per kind)")
+            });
+        }
+    }
+
+    /// Logs a line about an update kind once per agent and kind in a run:
+    /// an agent may send thousands.
+    pub(super) fn tell_once(&self, agent: &str, kind: &str, line: impl FnOnce() -> String) {
+        let first = lock(&self.inner.unshown).insert((agent.to_owned(), kind.to_owned()));
+        if first {
+            self.inner.supervisor.log(agent, line());
         }
     }
 

@@ -88,6 +88,19 @@ impl ChatService {
         }
         r.titles.insert(agent.to_owned(), c.title.clone());
         r.ids.insert(agent.to_owned(), id.clone());
+        let config = r.config.clone();
+        r.send(Op::Opened {
+            config: config.clone(),
+            agent: agent.to_owned(),
+            conversation: Some(id.clone()),
+        });
+        // The new conversation's draft was sent with its first message.
+        r.send(Op::Draft {
+            config,
+            agent: agent.to_owned(),
+            conversation: String::new(),
+            draft: None,
+        });
         c.conversation = Some(id);
         true
     }
@@ -195,7 +208,7 @@ impl ChatService {
     /// Takes the agent's current conversation out of memory (`New`, and
     /// before `Open`); refused while a turn runs. The session it leaves
     /// is closed where the agent offers `session/close`.
-    fn leave_current(&self, agent: &str, mut next: Conv) -> Result<(), ChatError> {
+    pub(super) fn leave_current(&self, agent: &str, mut next: Conv) -> Result<(), ChatError> {
         if lock(&self.inner.convs).get(agent).is_some_and(|c| c.busy) {
             return Err(ChatError::Busy);
         }
@@ -283,6 +296,7 @@ impl ChatService {
             .get(agent)
             .map(|c| (c.conversation.clone(), c.read_only.clone()))
             .unwrap_or_default();
+        self.record_opened(agent, conversation.clone());
         self.emit(Event::ConversationSwitched(ConversationSwitched {
             agent: agent.to_owned(),
             conversation,
@@ -377,6 +391,7 @@ impl ChatService {
             ..Conv::default()
         };
         next.conversation = (!id.is_empty()).then(|| id.clone());
+        next.forked_from = h.forked_from(&id).ok().flatten();
         next.read_only = self.cannot_resume(agent, &next);
         self.leave_current(agent, next)?;
         if id.is_empty() {

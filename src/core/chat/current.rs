@@ -43,6 +43,7 @@ impl ChatService {
                 commands: Vec::new(),
                 permissions: Vec::new(),
                 options: Vec::new(),
+                forked_from: None,
             },
             Some(c) => Conversation {
                 id: c.conversation.clone(),
@@ -55,6 +56,7 @@ impl ChatService {
                 commands: c.commands.clone(),
                 permissions: c.permissions.iter().map(|p| p.request.clone()).collect(),
                 options: c.options.clone(),
+                forked_from: c.forked_from.clone(),
             },
         };
         Ok((conversation, before))

@@ -54,6 +54,8 @@ pub(super) struct Conv {
     pub(super) early: Vec<(String, acp::SessionUpdate)>,
     /// The agent message being streamed.
     pub(super) current: Option<usize>,
+    /// The `messageId` of the last text chunk that had one.
+    pub(super) chunk_message: Option<String>,
     pub(super) rejections: u32,
     /// The tool calls whose permission was refused in this turn: if the
     /// agent never closes them, the turn's end does, saying so.
@@ -88,6 +90,12 @@ pub(super) struct Conv {
     /// The turn's prompt gives up when notified (a Cancel not answered).
     pub(super) give_up: Option<Arc<tokio::sync::Notify>>,
     pub(super) elicitations: Vec<PendingElicitation>,
+    /// Steering prompts sent in the running turn and not yet answered;
+    /// `steered` is told each time one is.
+    pub(super) steering: u32,
+    pub(super) steered: Arc<tokio::sync::Notify>,
+    /// Where the conversation was forked from (`Fork`).
+    pub(super) forked_from: Option<crate::core::history::places::ForkedFrom>,
     /// The last turn's answer, until the user has seen it (`MarkSeen`).
     pub(super) unseen: Option<(String, std::time::SystemTime)>,
 }
@@ -130,6 +138,16 @@ pub enum ChatError {
     InvalidAnswer(String),
     /// Changes, a revert or an undo could not be done: why.
     Checkpoint(crate::core::checkpoints::CheckpointError),
+    /// `EditQueued`, `SendNow`: the message is not (or no longer) queued.
+    NotQueued(String),
+    /// `Retry`: the conversation has no prompt to send again.
+    NothingToRetry,
+    /// `Fork`: the message is not one of the conversation's.
+    NoSuchMessage(String),
+    /// `Steer`: the agent offers no way to take a message during a turn.
+    NoSteering,
+    /// `Steer`: no turn is running.
+    NotAnswering,
 }
 
 impl ChatError {
@@ -154,6 +172,13 @@ impl ChatError {
             ChatError::Checkpoint(e) => e.to_string(),
             ChatError::NoSuchElicitation(id) => gettext_f("no pending elicitation {id}", &[("id", id)]),
             ChatError::Busy => gettext("the agent is answering; cancel its turn first"),
+            ChatError::NotQueued(id) => gettext_f("the message {id} is not queued", &[("id", id)]),
+            ChatError::NoSteering => {
+                gettext("this agent takes no message while it answers; queue it instead")
+            }
+            ChatError::NotAnswering => gettext("the agent is not answering"),
+            ChatError::NothingToRetry => gettext("the conversation has no message to send again"),
+            ChatError::NoSuchMessage(id) => gettext_f("the conversation has no message {id}", &[("id", id)]),
             ChatError::NoSuchConversation(id) => gettext_f("no conversation {id}", &[("id", id)]),
             ChatError::TooManyAttachments => gettext_f(
                 "at most {count} attachments go with one message",
@@ -190,6 +215,9 @@ pub struct Conversation {
     pub permissions: Vec<PermissionRequest>,
     /// The session's options (the pickers by the composer).
     pub options: Vec<crate::core::types::options::SessionOption>,
+    /// Where it was forked from (`Fork`); omitted when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<crate::core::history::places::ForkedFrom>,
 }
 
 pub(super) struct ChatInner {
@@ -218,6 +246,9 @@ pub(super) struct ChatInner {
     pub(super) rules: Mutex<Vec<crate::core::config::model::PermissionRule>>,
     /// `limits.turnSilenceWarning` (`None`: never).
     pub(super) silence: Mutex<Option<std::time::Duration>>,
+    /// The (agent, update kind) pairs already named in the agent's log as
+    /// not shown or not understood.
+    pub(super) unshown: Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 #[derive(Clone)]

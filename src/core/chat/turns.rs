@@ -44,6 +44,11 @@ impl ChatService {
             let a = attachments::prepare(a, caps.as_ref()).map_err(ChatError::Attachment)?;
             parts.push(Part::Attachment(a));
         }
+        self.send_parts(agent, parts)
+    }
+
+    /// Adds a user message of these parts and runs (or queues) its turn.
+    pub(super) fn send_parts(&self, agent: &str, parts: Vec<Part>) -> Result<String, ChatError> {
         let id = self.next_id("m");
         let mut message = Message::new(id.clone(), agent, Role::User);
         message.parts = parts;
@@ -83,6 +88,9 @@ impl ChatService {
             self.one_turn(&agent, &id).await;
             let mut convs = lock(&self.inner.convs);
             let Some(c) = convs.get_mut(&agent) else { return };
+            // A Cancel is for the turn that ran (even one cancelled while
+            // its agent started), never for the next.
+            c.cancelling = false;
             match c.queue.pop_front() {
                 Some(next) => {
                     id = next;
@@ -175,7 +183,7 @@ impl ChatService {
         {
             let mut convs = lock(&self.inner.convs);
             let c = convs.entry(agent.to_owned()).or_default();
-            c.cancelling = false;
+            c.steering = 0;
             c.rejections = 0;
             c.rejected.clear();
         }
@@ -248,6 +256,10 @@ impl ChatService {
             r = calls::prompt(conn, &session, blocks) => Some(r),
             _ = give_up.notified() => None,
         };
+        // Messages steered into the turn are answered within it.
+        if answer.is_some() {
+            self.steering_done(agent, &give_up).await;
+        }
         if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
             c.give_up = None;
             self.unstall(agent, c);
@@ -330,6 +342,12 @@ impl ChatService {
 
     /// `Cancel(agent)`.
     pub fn cancel(&self, agent: &str) -> Result<(), ChatError> {
+        self.cancel_turn(agent, false)
+    }
+
+    /// Cancels the running turn; the queued messages are dropped, unless
+    /// `keep_queue` (`SendNow`): they are then sent after it.
+    pub(super) fn cancel_turn(&self, agent: &str, keep_queue: bool) -> Result<(), ChatError> {
         if self.inner.supervisor.definition(agent).is_none() {
             return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
@@ -356,7 +374,11 @@ impl ChatService {
             }
             c.cancelling = true;
             let pending: Vec<PendingPermission> = c.permissions.drain(..).collect();
-            let queued: Vec<String> = c.queue.drain(..).collect();
+            let queued: Vec<String> = if keep_queue {
+                Vec::new()
+            } else {
+                c.queue.drain(..).collect()
+            };
             for id in queued {
                 if let Some(m) = c.messages.iter_mut().rev().find(|m| m.id == id) {
                     m.queued = false;

@@ -102,15 +102,18 @@ impl Conv {
             // An empty chunk (claude-agent-acp sends them) changes nothing:
             // no `message:delta`, no empty part.
             U::AgentMessageChunk(chunk) => {
+                // A new `messageId` starts a new message of the agent's:
+                // its text goes to a part of its own.
+                let new_message = self.chunk_message(chunk.message_id.as_ref());
                 let text = message::into_text(chunk.content);
                 if !text.is_empty() {
-                    self.append_text(agent, false, text, next_id, out)
+                    self.append_text(agent, false, new_message, text, next_id, out)
                 }
             }
             U::AgentThoughtChunk(chunk) => {
                 let text = message::into_text(chunk.content);
                 if !text.is_empty() {
-                    self.append_text(agent, true, text, next_id, out)
+                    self.append_text(agent, true, false, text, next_id, out)
                 }
             }
             U::ToolCall(t) => {
@@ -132,25 +135,18 @@ impl Conv {
                 zed_terminal_meta(agent, &mut call, u.meta.as_ref(), out);
                 self.put_tool(agent, call, false, next_id, out);
             }
-            U::Plan(p) => {
-                let entries = message::plan_entries(&p);
-                let (_, m) = target_message(self, agent, next_id);
-                let index = m
-                    .parts
-                    .iter()
-                    .position(|p| matches!(p, Part::Plan { .. }))
-                    .unwrap_or(m.parts.len());
-                let part = Part::Plan { entries };
-                set_part(m, index, part.clone());
-                let id = m.id.clone();
-                out(Event::MessageDelta(MessageDelta {
-                    agent: agent.to_owned(),
-                    message_id: id,
-                    index,
-                    kind: PartKind::Plan,
-                    text: None,
-                    part: Some(part),
-                }));
+            U::Plan(p) => self.apply_plan(agent, message::plan_entries(&p), next_id, out),
+            U::PlanUpdate(u) => self.apply_plan_update(agent, u, next_id, out),
+            U::PlanRemoved(r) => self.apply_plan_removed(agent, &r.plan_id.to_string(), out),
+            U::Notice(n) => self.apply_notice(agent, &n, next_id, out),
+            U::CompactionUpdate(u) => {
+                let id = u.compaction_id.to_string();
+                self.apply_compaction(agent, id, |c| c.patch(&u, message::into_text), next_id, out);
+            }
+            U::CompactionSummaryChunk(chunk) => {
+                let id = chunk.compaction_id.to_string();
+                let text = message::into_text(chunk.content);
+                self.apply_compaction(agent, id, |c| c.append(&text), next_id, out);
             }
             U::UserMessageChunk(_) => tracing::debug!(agent, "user message chunk (replay) ignored"),
             other => {
@@ -164,16 +160,27 @@ impl Conv {
         None
     }
 
+    /// Whether a chunk's `messageId` differs from the last chunk's.
+    fn chunk_message(&mut self, id: Option<&acp::MessageId>) -> bool {
+        let Some(id) = id else { return false };
+        let id = id.to_string();
+        let changed = self.chunk_message.as_ref().is_some_and(|last| *last != id);
+        self.chunk_message = Some(id);
+        changed
+    }
+
     fn append_text(
         &mut self,
         agent: &str,
         thought: bool,
+        new_part: bool,
         text: String,
         next_id: &mut impl FnMut() -> String,
         out: &mut impl FnMut(Event),
     ) {
         let (_, m) = target_message(self, agent, next_id);
         let last_matches = match m.parts.last() {
+            _ if new_part => false,
             Some(Part::Text { .. }) => !thought,
             Some(Part::Thought { .. }) => thought,
             _ => false,
@@ -264,7 +271,7 @@ pub(super) fn find_tool(c: &Conv, id: &str) -> Option<ToolCall> {
     })
 }
 
-fn set_part(m: &mut Message, index: usize, part: Part) {
+pub(super) fn set_part(m: &mut Message, index: usize, part: Part) {
     if index < m.parts.len() {
         m.parts[index] = part;
     } else {
@@ -275,7 +282,7 @@ fn set_part(m: &mut Message, index: usize, part: Part) {
 /// The message an update goes to: the one being streamed, else the last
 /// agent message (late updates after the prompt's answer are kept there),
 /// else a new agent message.
-fn target_message<'a>(
+pub(super) fn target_message<'a>(
     c: &'a mut Conv,
     agent: &str,
     new_id: &mut impl FnMut() -> String,
@@ -519,7 +526,7 @@ mod tests {
             .collect();
         assert_eq!(plans.len(), 1, "one plan part");
         assert!(
-            matches!(plans[0], Part::Plan { entries } if entries[0].status == acp::PlanEntryStatus::Completed)
+            matches!(plans[0], Part::Plan { entries, .. } if entries[0].status == acp::PlanEntryStatus::Completed)
         );
     }
 
@@ -581,10 +588,10 @@ mod tests {
         let mut none = || String::new();
         let unshown = c.apply(
             "a",
-            update(json!({"sessionUpdate": "plan_removed", "planId": "p1"})),
+            update(json!({"sessionUpdate": "subagent_update", "sessionId": "s2"})),
             &mut none,
             &mut |_| {},
         );
-        assert_eq!(unshown.as_deref(), Some("plan_removed"));
+        assert_eq!(unshown.as_deref(), Some("subagent_update"));
     }
 }

@@ -71,7 +71,27 @@ pub fn markdown(title: &str, agent: &str, messages: &[Message]) -> String {
                     }
                     out.push('\n');
                 }
-                Part::Plan { entries } => {
+                Part::Plan {
+                    markdown: Some(md), ..
+                } => {
+                    let _ = writeln!(out, "{}\n", md.trim_end());
+                }
+                Part::Notice(n) => {
+                    let detail = n
+                        .description
+                        .as_deref()
+                        .map(|d| format!(" {d}"))
+                        .unwrap_or_default();
+                    let _ = writeln!(out, "> **{}**: {}{detail}\n", n.severity, n.title);
+                }
+                Part::Compaction(c) => {
+                    let _ = writeln!(out, "---\n\n*The agent compacted the conversation.*\n");
+                    for line in c.summary.lines() {
+                        let _ = writeln!(out, "> {line}");
+                    }
+                    out.push('\n');
+                }
+                Part::Plan { entries, .. } => {
                     for e in entries {
                         let done = if message::wire_name(&e.status) == "completed" {
                             "x"

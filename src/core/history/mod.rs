@@ -15,6 +15,7 @@
 //! read-only and keeps its conversations in memory.
 
 pub mod export;
+pub mod places;
 mod schema;
 pub mod service;
 mod writer;

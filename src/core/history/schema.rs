@@ -60,6 +60,24 @@ const MIGRATIONS: &[&str] = &[
         text TEXT NOT NULL
     );
     CREATE INDEX part_chunks_by_part ON part_chunks (message, idx, seq);",
+    // 2 → 3: where a conversation was forked from; each conversation's
+    // draft (the new, unsaved one's under ''); the conversation each agent
+    // had open, to reopen at start.
+    "ALTER TABLE conversations ADD COLUMN forked_from TEXT;
+    CREATE TABLE drafts (
+        config TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        conversation TEXT NOT NULL,
+        text TEXT NOT NULL,
+        anchor TEXT,
+        PRIMARY KEY (config, agent, conversation)
+    ) WITHOUT ROWID;
+    CREATE TABLE open_conversations (
+        config TEXT NOT NULL,
+        agent TEXT NOT NULL,
+        conversation TEXT NOT NULL,
+        PRIMARY KEY (config, agent)
+    ) WITHOUT ROWID;",
 ];
 
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

@@ -60,6 +60,25 @@ pub enum Op {
         conversation: String,
         message_id: String,
     },
+    /// Where the conversation was forked from (`ForkedFrom` as JSON).
+    ForkedFrom {
+        conversation: String,
+        json: String,
+    },
+    /// A conversation's draft (`conversation` '' for the new one not yet
+    /// stored); `None` (or an empty draft) removes it.
+    Draft {
+        config: String,
+        agent: String,
+        conversation: String,
+        draft: Option<crate::core::types::draft::Draft>,
+    },
+    /// The conversation the agent has open (`None`: a new one).
+    Opened {
+        config: String,
+        agent: String,
+        conversation: Option<String>,
+    },
     /// Answered once everything sent before it is written.
     Flush(mpsc::Sender<Result<(), String>>),
 }
@@ -278,6 +297,8 @@ fn put_part(tx: &Transaction<'_>, message: i64, index: usize, part: &Part) -> ru
             match other.kind() {
                 PartKind::Tool => "tool",
                 PartKind::Plan => "plan",
+                PartKind::Notice => "notice",
+                PartKind::Compaction => "compaction",
                 _ => "attachment",
             },
             None,
@@ -343,7 +364,52 @@ fn write_batch(conn: &mut Connection, ops: Vec<Op>, later: &mut Vec<i64>) -> rus
             Op::Delete { conversation } => {
                 tx.prepare_cached("DELETE FROM conversations WHERE id = ?1")?
                     .execute(params![conversation])?;
+                tx.prepare_cached("DELETE FROM drafts WHERE conversation = ?1")?
+                    .execute(params![conversation])?;
+                tx.prepare_cached("DELETE FROM open_conversations WHERE conversation = ?1")?
+                    .execute(params![conversation])?;
             }
+            Op::ForkedFrom { conversation, json } => {
+                tx.prepare_cached("UPDATE conversations SET forked_from = ?2 WHERE id = ?1")?
+                    .execute(params![conversation, json])?;
+            }
+            Op::Draft {
+                config,
+                agent,
+                conversation,
+                draft,
+            } => match draft.filter(|d| !d.is_empty()) {
+                Some(d) => {
+                    tx.prepare_cached(
+                        "INSERT INTO drafts (config, agent, conversation, text, anchor) VALUES (?1, ?2, ?3, ?4, ?5)
+                         ON CONFLICT (config, agent, conversation) DO UPDATE SET text = excluded.text, anchor = excluded.anchor",
+                    )?
+                    .execute(params![config, agent, conversation, d.text, d.anchor])?;
+                }
+                None => {
+                    tx.prepare_cached(
+                        "DELETE FROM drafts WHERE config = ?1 AND agent = ?2 AND conversation = ?3",
+                    )?
+                    .execute(params![config, agent, conversation])?;
+                }
+            },
+            Op::Opened {
+                config,
+                agent,
+                conversation,
+            } => match conversation {
+                Some(c) => {
+                    tx.prepare_cached(
+                        "INSERT INTO open_conversations (config, agent, conversation) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (config, agent) DO UPDATE SET conversation = excluded.conversation",
+                    )?
+                    .execute(params![config, agent, c])?;
+                }
+                None => {
+                    tx.prepare_cached("DELETE FROM open_conversations WHERE config = ?1 AND agent = ?2")?
+                        .execute(params![config, agent])?;
+                }
+            },
             Op::RemoveMessage {
                 conversation,
                 message_id,

@@ -89,11 +89,21 @@ pub enum Part {
         text: String,
     },
     Tool(ToolCall),
+    /// The session's plan (`plan`), or one of several (`plan_update`:
+    /// `id` names it; `markdown` when it was given as a document).
     Plan {
         entries: Vec<PlanEntry>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        markdown: Option<String>,
     },
     /// A file or image the user attached to a message.
     Attachment(Attachment),
+    /// A session notice (`notice`).
+    Notice(super::notice::Notice),
+    /// The agent compacted its context (`compaction_update`).
+    Compaction(super::notice::Compaction),
 }
 
 /// How an attachment went to the agent.
@@ -133,6 +143,8 @@ pub enum PartKind {
     Tool,
     Plan,
     Attachment,
+    Notice,
+    Compaction,
 }
 
 impl Part {
@@ -143,6 +155,8 @@ impl Part {
             Part::Tool(_) => PartKind::Tool,
             Part::Plan { .. } => PartKind::Plan,
             Part::Attachment(_) => PartKind::Attachment,
+            Part::Notice(_) => PartKind::Notice,
+            Part::Compaction(_) => PartKind::Compaction,
         }
     }
 }
@@ -163,6 +177,9 @@ impl Message {
 pub struct ToolCall {
     pub id: String,
     pub title: String,
+    /// The tool's own name (`Read`, `shell`), where the agent gives it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
     /// The protocol's closed lists, written with the protocol's names.
     pub kind: acp::ToolKind,
     pub status: acp::ToolCallStatus,
@@ -391,6 +408,7 @@ impl From<&acp::ToolCall> for ToolCall {
         let mut call = ToolCall {
             id: t.tool_call_id.to_string(),
             title: t.title.clone(),
+            name: tool_name(t.name.as_deref()),
             kind: tool_kind(&t.kind),
             status: t.status,
             input: compact(&t.raw_input),
@@ -437,6 +455,9 @@ impl ToolCall {
         if let Some(t) = &f.title {
             self.title = t.clone();
         }
+        if f.name.is_some() {
+            self.name = tool_name(f.name.as_deref());
+        }
         if let Some(c) = &f.content {
             apply_content(self, c);
         }
@@ -468,6 +489,17 @@ impl ToolCall {
             self.title = line;
         }
     }
+}
+
+/// A tool's name as shown: one line of at most 64 characters.
+fn tool_name(name: Option<&str>) -> String {
+    name.unwrap_or_default()
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect::<String>()
+        .trim()
+        .to_owned()
 }
 
 pub fn plan_entries(p: &acp::Plan) -> Vec<PlanEntry> {

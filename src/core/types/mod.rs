@@ -3,14 +3,18 @@
 //! history can all take them without a circle.
 //!
 //! - [`message`]: a conversation's messages and their parts.
+//! - [`notice`]: a session notice and a context compaction, as parts.
 //! - [`options`]: an agent's session options (model, mode, effort …).
 //! - [`auth`]: the sign-in methods an agent offers, and its sign-in status.
+//! - [`draft`]: a conversation's draft and where it was scrolled.
 //! - [`agent_state`]: the spec's agent states.
 //! - [`problem`]: a problem found in the configuration.
 
 pub mod agent_state;
 pub mod auth;
+pub mod draft;
 pub mod message;
+pub mod notice;
 pub mod options;
 pub mod problem;
 

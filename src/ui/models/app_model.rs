@@ -313,6 +313,25 @@ impl AppModel {
                         touched(&a, &mut changed);
                     }
                 }
+                Event::QueueChanged(q) => {
+                    last_delta = None;
+                    let Some(a) = self.agent(&q.agent) else { continue };
+                    let Some(store) = a.conversation().loaded_messages() else {
+                        continue;
+                    };
+                    // The queued messages are the last ones: taken out and
+                    // put back in the queue's order.
+                    for id in &q.queue {
+                        if let Some((i, m)) = find_message(&store, id) {
+                            store.remove(i);
+                            store.append(&m);
+                        }
+                    }
+                    touched(&a, &mut changed);
+                }
+                // The window sets drafts itself; another client's are read
+                // when the conversation is opened.
+                Event::DraftChanged(_) => {}
                 Event::ChangesUpdated(c) => {
                     if let Some(a) = self.agent(&c.agent) {
                         a.conversation()
@@ -331,6 +350,11 @@ impl AppModel {
                     }
                 }
                 Event::MessageDelta(d) => {
+                    if let Some(crate::core::types::message::Part::Notice(n)) = d.part.as_ref() {
+                        if let Some(a) = self.agent(&d.agent) {
+                            a.conversation().notice(n);
+                        }
+                    }
                     // A stream is thousands of deltas in a row to one
                     // message: the last one found is tried first.
                     if let Some((agent, id, m)) = &last_delta {

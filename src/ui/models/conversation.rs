@@ -90,6 +90,15 @@ mod imp {
                     Signal::builder("permission-requested")
                         .param_types([PermissionObject::static_type()])
                         .build(),
+                    // A session notice came: its severity, title and
+                    // description ("" for none).
+                    Signal::builder("notice")
+                        .param_types([
+                            String::static_type(),
+                            String::static_type(),
+                            String::static_type(),
+                        ])
+                        .build(),
                     // An elicitation came; the argument is its id.
                     Signal::builder("elicitation-requested")
                         .param_types([String::static_type()])
@@ -137,6 +146,12 @@ impl ConversationObject {
     /// The agent's name.
     pub fn agent(&self) -> String {
         self.imp().owner.name()
+    }
+
+    /// A notice came (`notice`, announced by the window).
+    pub fn notice(&self, n: &crate::core::types::notice::Notice) {
+        let description = n.description.clone().unwrap_or_default();
+        self.emit_by_name::<()>("notice", &[&n.severity, &n.title, &description]);
     }
 
     /// Takes a `turn:changed` event; the end of a turn emits `turn-ended`.

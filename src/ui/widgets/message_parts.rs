@@ -1,7 +1,7 @@
 //! The pieces a message row is built of: text blocks and labels for Markdown
 //! and plain text (`text_label`: links confirmed when misleading), code
-//! blocks (`code_block`), expanders that the keyboard opens, tool cards and
-//! plans.
+//! blocks (`code_block`), expanders that the keyboard opens, tool cards,
+//! plans, session notices and compaction dividers.
 
 use crate::ui::models::TerminalOutputs;
 use agent_client_protocol_schema::v1 as acp;
@@ -223,6 +223,83 @@ pub(super) fn append_markdown(target: &gtk::Box, md: &str) {
     }
 }
 
+fn notice_row(n: &crate::core::types::notice::Notice) -> gtk::Widget {
+    let (shown, icon, class) = super::notice_parts::severity(n);
+    let row = gtk::Box::new(gtk::Orientation::Horizontal, 10);
+    row.add_css_class("notice");
+    row.add_css_class(class);
+    let image = gtk::Image::from_icon_name(icon);
+    image.set_valign(gtk::Align::Start);
+    image.set_tooltip_text(Some(&shown));
+    image.add_css_class(class);
+    row.append(&image);
+    let text = gtk::Box::new(gtk::Orientation::Vertical, 2);
+    text.set_hexpand(true);
+    let title = plain(&n.title);
+    title.add_css_class("heading");
+    text.append(&title);
+    if let Some(d) = &n.description {
+        let l = plain(d);
+        l.add_css_class("dim-label");
+        text.append(&l);
+    }
+    row.append(&text);
+    crate::ui::a11y::set_label(&row, &super::notice_parts::spoken(n));
+    row.upcast()
+}
+
+/// "The agent compacted the conversation", a line across, the summary below.
+fn compaction_divider(c: &crate::core::types::notice::Compaction) -> gtk::Widget {
+    let b = gtk::Box::new(gtk::Orientation::Vertical, 6);
+    b.add_css_class("compaction");
+    let line = gtk::Box::new(gtk::Orientation::Horizontal, 10);
+    let rule = || {
+        let s = gtk::Separator::new(gtk::Orientation::Horizontal);
+        s.set_hexpand(true);
+        s.set_valign(gtk::Align::Center);
+        s
+    };
+    let title = match c.status.as_str() {
+        "in_progress" => gettext("The agent is compacting the conversation…"),
+        "failed" => gettext("The agent could not compact the conversation"),
+        "cancelled" => gettext("The agent stopped compacting the conversation"),
+        _ => gettext("The agent compacted the conversation"),
+    };
+    let l = label(&format!("<b>{}</b>", glib::markup_escape_text(&title)));
+    l.add_css_class("dim-label");
+    l.set_hexpand(false);
+    line.append(&rule());
+    line.append(&l);
+    line.append(&rule());
+    b.append(&line);
+    if let Some(e) = &c.error {
+        let l = plain(e);
+        l.add_css_class("error");
+        b.append(&l);
+    }
+    if !c.summary.trim().is_empty() {
+        let e = expander(&gettext("What the agent kept"));
+        let body = gtk::Box::new(gtk::Orientation::Vertical, 6);
+        append_markdown(&body, &c.summary);
+        e.set_child(Some(&body));
+        b.append(&e);
+    }
+    crate::ui::a11y::set_label(&b, &title);
+    b.upcast()
+}
+
+/// A plan the agent gave as a document (`plan_update` of type markdown).
+fn markdown_plan(md: &str) -> gtk::Widget {
+    let b = gtk::Box::new(gtk::Orientation::Vertical, 4);
+    b.add_css_class("tool-card");
+    b.append(&label(&format!(
+        "<b>{}</b>",
+        glib::markup_escape_text(&gettext("Plan"))
+    )));
+    append_markdown(&b, md);
+    b.upcast()
+}
+
 /// The widget of a part that is not streamed text.
 pub(super) fn part_widget(part: &Part, terminals: &TerminalOutputs) -> gtk::Widget {
     match part {
@@ -240,8 +317,13 @@ pub(super) fn part_widget(part: &Part, terminals: &TerminalOutputs) -> gtk::Widg
             expander.upcast()
         }
         Part::Tool(call) => tool_card(call, terminals),
-        Part::Plan { entries } => plan_view(entries),
+        Part::Plan {
+            markdown: Some(md), ..
+        } => markdown_plan(md),
+        Part::Plan { entries, .. } => plan_view(entries),
         Part::Attachment(a) => attachment_chip(a),
+        Part::Notice(n) => notice_row(n),
+        Part::Compaction(c) => compaction_divider(c),
     }
 }
 

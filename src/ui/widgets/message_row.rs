@@ -381,6 +381,8 @@ fn row_summary(msg: &Message, kind: RowKind, footer: &str) -> String {
             ),
             Some(Part::Plan { .. }) => gettext("Plan"),
             Some(Part::Attachment(a)) => super::message_parts::attachment_summary(a),
+            Some(Part::Notice(n)) => super::notice_parts::part_name(n),
+            Some(Part::Compaction(_)) => gettext("The agent compacted the conversation"),
             None => String::new(),
         },
         RowKind::Empty => short(footer),

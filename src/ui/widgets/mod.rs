@@ -19,6 +19,7 @@ pub mod mention_completion;
 pub mod message_list;
 pub mod message_parts;
 pub mod message_row;
+pub mod notice_parts;
 pub mod option_pickers;
 pub mod permission_banner;
 pub mod secret_entry;

@@ -1,0 +1,123 @@
+//! `Steer`: a message into the running turn, for agents that take one.
+//! ACP has no method for it yet; claude-agent-acp advertises
+//! `_meta.claudeCode.promptQueueing` and takes a `session/prompt` sent
+//! during a turn into that turn. The turn then ends once every prompt sent
+//! in it has been answered.
+
+use super::state::*;
+
+/// Whether the agent takes a prompt during a turn of its session.
+fn takes_prompts_mid_turn(caps: &acp::AgentCapabilities) -> bool {
+    caps.meta
+        .as_ref()
+        .and_then(|m| m.get("claudeCode"))
+        .and_then(|c| c.get("promptQueueing"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+}
+
+impl ChatService {
+    /// Whether `Steer` can reach the agent (the window shows the button
+    /// only then).
+    pub fn can_steer(&self, agent: &str) -> bool {
+        self.inner
+            .supervisor
+            .capabilities(agent)
+            .is_some_and(|c| takes_prompts_mid_turn(&c))
+    }
+
+    /// `Steer(agent, text)`: sends `text` into the running turn; the id of
+    /// the user message. The agent's answer goes on in a new message after it.
+    pub fn steer(&self, agent: &str, text: &str) -> Result<String, ChatError> {
+        if self.inner.supervisor.definition(agent).is_none() {
+            return Err(ChatError::UnknownAgent(agent.to_owned()));
+        }
+        if text.trim().is_empty() {
+            return Err(ChatError::EmptyText);
+        }
+        if !self.can_steer(agent) {
+            return Err(ChatError::NoSteering);
+        }
+        let id = self.next_id("m");
+        let (sid, answer_id) = {
+            let mut convs = lock(&self.inner.convs);
+            let c = convs.get_mut(agent).ok_or(ChatError::NotAnswering)?;
+            let (Some((sid, generation)), Some(current), Some(_), false) =
+                (c.session.clone(), c.current, c.give_up.as_ref(), c.cancelling)
+            else {
+                return Err(ChatError::NotAnswering);
+            };
+            if self.inner.supervisor.connection(agent).map(|(_, g)| g) != Some(generation) {
+                return Err(ChatError::NotAnswering);
+            }
+            // The answer so far ends here; the rest comes after the message.
+            if let Some(m) = c.messages.get_mut(current) {
+                m.done = true;
+                let m = m.clone();
+                self.emit_message(&m);
+            }
+            let mut message = Message::new(id.clone(), agent, Role::User);
+            message.parts.push(Part::Text {
+                text: text.to_owned(),
+            });
+            let mut answer = Message::new(self.next_id("m"), agent, Role::Agent);
+            answer.done = false;
+            c.messages.push(message.clone());
+            c.messages.push(answer.clone());
+            c.current = Some(c.messages.len() - 1);
+            c.steering += 1;
+            self.emit_message(&message);
+            self.emit_message(&answer);
+            (sid, answer.id)
+        };
+        let this = self.clone();
+        let agent = agent.to_owned();
+        let text = text.to_owned();
+        tokio::spawn(async move {
+            let answer = match this.inner.supervisor.connection(&agent) {
+                Some((conn, _)) => calls::prompt(&conn, &sid, vec![acp::ContentBlock::from(text)])
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+                None => Err(gettext("the agent stopped")),
+            };
+            if let Err(why) = answer {
+                this.inner
+                    .supervisor
+                    .log(&agent, format!("parley: a steering message was refused: {why}"));
+            }
+            let mut convs = lock(&this.inner.convs);
+            if let Some(c) = convs.get_mut(&agent) {
+                c.steering = c.steering.saturating_sub(1);
+                c.steered.notify_waiters();
+            }
+            drop(convs);
+            tracing::debug!(agent, answer_id, "steering answered");
+        });
+        Ok(id)
+    }
+
+    /// Waits until every steering prompt of the running turn is answered
+    /// (or the turn is given up).
+    pub(super) async fn steering_done(&self, agent: &str, give_up: &tokio::sync::Notify) {
+        loop {
+            let notify = {
+                let convs = lock(&self.inner.convs);
+                match convs.get(agent) {
+                    Some(c) if c.steering > 0 => c.steered.clone(),
+                    _ => return,
+                }
+            };
+            let wait = notify.notified();
+            tokio::pin!(wait);
+            wait.as_mut().enable();
+            if lock(&self.inner.convs).get(agent).is_none_or(|c| c.steering == 0) {
+                return;
+            }
+            tokio::select! {
+                _ = wait => {}
+                _ = give_up.notified() => return,
+            }
+        }
+    }
+}
