@@ -2218,6 +2218,8 @@ mod real_agents;
 mod changes;
 #[path = "ui/pickers_fit.rs"]
 mod pickers_fit;
+#[path = "ui/steering.rs"]
+mod steering;
 
 /// Add Agent: the empty sidebar's button, the registry's list (icons,
 /// versions, licences, "Added"), search, an install that ends on the
@@ -3100,6 +3102,10 @@ fn main() {
         (
             "ui::every_picker_lies_inside_the_window",
             pickers_fit::every_picker_lies_inside_the_window,
+        ),
+        (
+            "ui::steering_in_the_window",
+            steering::steering_in_the_window,
         ),
         ("ui::claude_pickers", claude_pickers),
         ("ui::claude_full_turn", real_agents::claude_full_turn),

@@ -134,6 +134,12 @@ pub fn announce(widget: &impl IsA<gtk::Widget>, text: &str, priority: Priority) 
     // character reaches the screen reader raw, and no NUL reaches GTK.
     let text = crate::ui::markdown::visible(text);
     LAST.with(|l| l.replace(text.to_string()));
+    HEARD.with_borrow_mut(|h| {
+        if h.len() == 32 {
+            h.pop_front();
+        }
+        h.push_back(text.to_string());
+    });
     if let Some(f) = announce_fn() {
         let Ok(message) = std::ffi::CString::new(text.as_bytes()) else {
             return;
@@ -187,6 +193,14 @@ thread_local! {
     static SAID: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// What was announced last (for the window tests).
     static LAST: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    /// The last 32 announcements, oldest first (for the window tests).
+    static HEARD: std::cell::RefCell<std::collections::VecDeque<String>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
+}
+
+/// The last 32 announcements on this thread, oldest first.
+pub fn recent_announcements() -> Vec<String> {
+    HEARD.with_borrow(|h| h.iter().cloned().collect())
 }
 
 /// What [`announce`] said last on this thread.

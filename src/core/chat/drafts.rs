@@ -1,6 +1,8 @@
 //! Picking up where the user left off: each conversation's draft (what the
 //! composer held, and where the conversation was scrolled), and at start
-//! the conversation each agent had open (`Restore`).
+//! the conversation each agent had open (`Restore`). A draft is written
+//! through the history's writer, so it survives a crash once the writer's
+//! batch is committed (at most a few milliseconds after it was set).
 
 use super::state::*;
 use crate::core::history::Op;
@@ -19,11 +21,19 @@ impl ChatService {
     /// `SetDraft(agent, text, anchor?)`: keeps the open conversation's
     /// draft (an empty one is removed). Emits `draft:changed`.
     pub fn set_draft(&self, agent: &str, draft: Draft) -> Result<(), ChatError> {
+        self.set_draft_of(agent, &self.draft_key(agent), draft)
+    }
+
+    /// The draft of the agent's conversation `conversation` ('' for the
+    /// new one): the window saves a draft to the conversation it was
+    /// written in, which may no longer be the open one.
+    pub fn set_draft_of(&self, agent: &str, conversation: &str, draft: Draft) -> Result<(), ChatError> {
         if self.inner.supervisor.definition(agent).is_none() {
             return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
         let draft = draft.bounded();
-        let conversation = self.draft_key(agent);
+        let conversation = conversation.to_owned();
+        let open = conversation == self.draft_key(agent);
         {
             let mut r = self.inner.history.recorder();
             let config = r.config.clone();
@@ -34,19 +44,28 @@ impl ChatService {
                 draft: Some(draft.clone()),
             });
         }
-        self.emit(Event::DraftChanged(events::DraftChanged {
-            agent: agent.to_owned(),
-            draft,
-        }));
+        if open {
+            self.emit(Event::DraftChanged(events::DraftChanged {
+                agent: agent.to_owned(),
+                draft,
+            }));
+        }
         Ok(())
     }
 
     /// `Draft(agent)`: the open conversation's draft (empty when none).
     pub async fn draft(&self, agent: &str) -> Result<Draft, ChatError> {
+        let key = self.draft_key(agent);
+        self.draft_of(agent, &key).await
+    }
+
+    /// The draft of the agent's conversation `conversation` ('' for the
+    /// new one).
+    pub async fn draft_of(&self, agent: &str, conversation: &str) -> Result<Draft, ChatError> {
         if self.inner.supervisor.definition(agent).is_none() {
             return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
-        let conversation = self.draft_key(agent);
+        let conversation = conversation.to_owned();
         let config = self.inner.history.config_key();
         let Some(h) = self.inner.history.flushed() else {
             return Ok(Draft::default());

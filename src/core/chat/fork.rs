@@ -40,11 +40,19 @@ impl ChatService {
     /// `Fork(agent, messageId?, text?)`: the open conversation up to (not
     /// including) `messageId`, or whole, becomes a new conversation; with
     /// `text`, that is sent there at once (after the transcript, if any).
-    pub async fn fork(
+    pub async fn fork(&self, agent: &str, before: Option<&str>, text: Option<&str>) -> Result<Forked, ChatError> {
+        self.fork_with(agent, before, text, text.is_some()).await
+    }
+
+    /// `Fork`, where `send` says whether the draft (transcript, then
+    /// `text`) is sent at once or kept as the new conversation's draft (the
+    /// window's Edit: the user reads and edits it first).
+    pub async fn fork_with(
         &self,
         agent: &str,
         before: Option<&str>,
         text: Option<&str>,
+        send: bool,
     ) -> Result<Forked, ChatError> {
         let sup = self.inner.supervisor.clone();
         if sup.definition(agent).is_none() {
@@ -72,9 +80,16 @@ impl ChatService {
                 .filter(|m| !m.queued && !m.dropped())
                 .cloned()
                 .collect();
+            // Its title as the list shows it: the agent's, else the first
+            // line of the first message.
+            let title = c.and_then(|c| c.title.clone()).or_else(|| {
+                let first = messages.iter().find(|m| m.role == Role::User)?.text();
+                let line: String = first.lines().next()?.trim().chars().take(80).collect();
+                (!line.is_empty()).then_some(line)
+            });
             let from = ForkedFrom {
                 conversation: c.and_then(|c| c.conversation.clone()).unwrap_or_default(),
-                title: c.and_then(|c| c.title.clone()),
+                title,
                 message_id: before.map(str::to_owned),
             };
             (
@@ -124,11 +139,21 @@ impl ChatService {
                     json,
                 });
         }
+        // The window reads the new conversation's draft when it switches:
+        // the transcript waits there to be read and edited.
+        if !send && !draft.is_empty() {
+            let key = conversation.clone().unwrap_or_default();
+            let d = crate::core::types::draft::Draft {
+                text: draft.clone(),
+                anchor: None,
+            };
+            self.set_draft_of(agent, &key, d)?;
+        }
         self.emit_switched(agent);
         self.conversations_changed(agent);
-        let sent = match text {
-            Some(_) => Some(self.send(agent, &draft)?),
-            None => None,
+        let sent = match send && !draft.trim().is_empty() {
+            true => Some(self.send(agent, &draft)?),
+            false => None,
         };
         Ok(Forked {
             conversation,
@@ -198,15 +223,16 @@ pub(super) fn transcript(messages: &[Message]) -> String {
             Role::Agent => gettext("Agent"),
             Role::System => continue,
         };
-        let mut said = String::new();
+        let mut pieces: Vec<String> = Vec::new();
         for p in &m.parts {
             match p {
-                Part::Text { text } => said.push_str(text.trim()),
-                Part::Tool(t) => said.push_str(&format!("\n[{}]", t.title.trim())),
-                Part::Attachment(a) => said.push_str(&format!("\n[{}]", a.name)),
+                Part::Text { text } if !text.trim().is_empty() => pieces.push(text.trim().to_owned()),
+                Part::Tool(t) => pieces.push(format!("[{}]", t.title.trim())),
+                Part::Attachment(a) => pieces.push(format!("[{}]", a.name)),
                 _ => {}
             }
         }
+        let said = pieces.join("\n");
         let said = said.trim();
         if said.is_empty() {
             continue;

@@ -54,6 +54,11 @@ mod imp {
         /// Why the current conversation cannot go on, or "" (it can).
         #[property(get)]
         pub read_only: RefCell<String>,
+        /// The title of the conversation this one was forked from ("" when
+        /// it was not), and that conversation's id.
+        #[property(get)]
+        pub forked_from: RefCell<String>,
+        pub forked_from_id: RefCell<String>,
         /// Files the conversation's turns changed (the Changes badge).
         #[property(get)]
         pub files_changed: Cell<u32>,
@@ -127,7 +132,11 @@ impl ConversationObject {
         o
     }
 
-    fn core(&self) -> &Core {
+    pub(super) fn forked_from_id_cell(&self) -> String {
+        self.imp().forked_from_id.borrow().clone()
+    }
+
+    pub(super) fn core(&self) -> &Core {
         self.imp().owner.core()
     }
 
@@ -265,6 +274,20 @@ impl ConversationObject {
         );
         set_string(self, &imp.read_only, read_only.unwrap_or_default(), "read-only");
         self.refresh_changes();
+        let forked = self
+            .core()
+            .chat
+            .conversation_tail(&self.agent(), 0)
+            .ok()
+            .and_then(|(c, _)| c.forked_from);
+        imp.forked_from_id
+            .replace(forked.as_ref().map(|f| f.conversation.clone()).unwrap_or_default());
+        let title = forked.map(|f| {
+            f.title
+                .filter(|t| !t.is_empty())
+                .unwrap_or_else(|| crate::i18n::gettext("an earlier conversation"))
+        });
+        set_string(self, &imp.forked_from, &title.unwrap_or_default(), "forked-from");
         let Some(store) = self.loaded_messages() else {
             return;
         };

@@ -21,6 +21,7 @@ mod row_object;
 pub mod segments;
 mod session_controls;
 mod sign_in;
+mod steering;
 mod terminal_outputs;
 
 pub use agent_object::{disconnect_all, AgentObject, Handlers};

@@ -20,6 +20,8 @@ use crate::ui::widgets::mention_completion::MentionCompletion;
 use crate::ui::widgets::option_pickers;
 use crate::ui::widgets::slash_completion::SlashCompletion;
 
+mod steer;
+
 /// An attachment waiting in the composer.
 #[derive(Clone)]
 pub struct Pending {
@@ -38,6 +40,8 @@ mod imp {
         pub text: TemplateChild<gtk::TextView>,
         #[template_child]
         pub send_button: TemplateChild<gtk::Button>,
+        #[template_child]
+        pub steer_button: TemplateChild<gtk::Button>,
         #[template_child]
         pub attach_button: TemplateChild<gtk::Button>,
         #[template_child]
@@ -222,6 +226,12 @@ impl Composer {
                 }
                 match key {
                     gdk::Key::Return | gdk::Key::KP_Enter
+                        if state.contains(gdk::ModifierType::CONTROL_MASK) && composer.steers() =>
+                    {
+                        composer.steer();
+                        glib::Propagation::Stop
+                    }
+                    gdk::Key::Return | gdk::Key::KP_Enter
                         if !state.contains(gdk::ModifierType::SHIFT_MASK) =>
                     {
                         composer.send();
@@ -236,6 +246,11 @@ impl Composer {
             }
         ));
         imp.text.add_controller(keys);
+        imp.steer_button.connect_clicked(glib::clone!(
+            #[weak(rename_to = composer)]
+            self,
+            move |_| composer.steer()
+        ));
         imp.send_button.connect_clicked(glib::clone!(
             #[weak(rename_to = composer)]
             self,
@@ -249,8 +264,10 @@ impl Composer {
         ));
     }
 
-    /// Send turns into Stop while a turn runs.
+    /// Send turns into Stop while a turn runs (and Steer shows, where the
+    /// agent takes a message then).
     fn update(&self) {
+        self.imp().steer_button.set_visible(self.steers());
         let button = &self.imp().send_button;
         if self.agent().is_some_and(|a| a.conversation().answering()) {
             button.set_icon_name("media-playback-stop-symbolic");

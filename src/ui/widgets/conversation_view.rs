@@ -267,6 +267,33 @@ impl ConversationView {
     /// for two seconds; stops following the stream. `false` if it is not
     /// in the conversation.
     pub fn scroll_to_message(&self, id: &str) -> bool {
+        self.scroll_to(id, true)
+    }
+
+    /// The id of the first message shown at the top of the view, where the
+    /// user has scrolled up; `None` at the end (which the view follows).
+    pub fn top_message(&self) -> Option<String> {
+        let list = &self.imp().list;
+        if list.last_row_shown() {
+            return None;
+        }
+        list.bound_rows()
+            .into_iter()
+            .filter_map(|(row, widget)| {
+                let y = widget.compute_point(&**list, &gtk::graphene::Point::new(0.0, 0.0))?.y();
+                let bottom = y + widget.height() as f32;
+                (bottom > 0.0).then(|| (y, row.message().map(|m| m.id())))
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .and_then(|(_, id)| id)
+    }
+
+    /// Scrolls back to where the user was (`top_message`), unmarked.
+    pub fn restore_place(&self, id: &str) -> bool {
+        self.scroll_to(id, false)
+    }
+
+    fn scroll_to(&self, id: &str, mark: bool) -> bool {
         let imp = self.imp();
         let Some(model) = imp.list.model() else {
             return false;
@@ -282,6 +309,9 @@ impl ConversationView {
             return false;
         };
         imp.list.scroll_to_row(position as usize);
+        if !mark {
+            return true;
+        }
         let id = id.to_owned();
         // Marked once the list has laid the row out.
         glib::timeout_add_local_once(

@@ -98,6 +98,14 @@ pub(super) fn tool_card(call: &ToolCall, terminals: &TerminalOutputs) -> gtk::Wi
     let title = label(&format!("<b>{}</b>", escape(&call.title)));
     title.set_hexpand(true);
     header.append(&title);
+    // The tool's own name, where the agent gives one its title does not
+    // already start with.
+    if !call.name.is_empty() && !call.title.starts_with(call.name.as_str()) {
+        let name = gtk::Label::new(Some(&visible(&call.name)));
+        name.add_css_class("caption");
+        name.add_css_class("dim-label");
+        header.append(&name);
+    }
     let (shown, class) = tool_status(call.status);
     let status = gtk::Label::new(Some(&shown));
     status.add_css_class("status");
@@ -268,6 +276,10 @@ fn compaction_divider(c: &crate::core::types::notice::Compaction) -> gtk::Widget
     let l = label(&format!("<b>{}</b>", glib::markup_escape_text(&title)));
     l.add_css_class("dim-label");
     l.set_hexpand(false);
+    // Narrow windows: the line wraps rather than widening the list.
+    l.set_wrap(true);
+    l.set_justify(gtk::Justification::Center);
+    l.set_xalign(0.5);
     line.append(&rule());
     line.append(&l);
     line.append(&rule());

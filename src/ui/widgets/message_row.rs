@@ -29,6 +29,8 @@ mod imp {
         #[template_child]
         pub footer: TemplateChild<gtk::Label>,
         #[template_child]
+        pub actions: TemplateChild<gtk::Box>,
+        #[template_child]
         pub rules_button: TemplateChild<gtk::Button>,
         pub bound: RefCell<Option<(RowObject, glib::SignalHandlerId)>>,
         pub agent_title: RefCell<String>,
@@ -169,6 +171,8 @@ impl MessageRow {
         clear(&imp.parts);
         imp.role.set_label("");
         imp.footer.set_label("");
+        clear(&imp.actions);
+        imp.actions.set_visible(false);
         crate::ui::a11y::set_label(self, "");
     }
 
@@ -248,6 +252,7 @@ impl MessageRow {
                 String::new()
             };
             imp.footer.set_visible(!footer.is_empty());
+            super::message_actions::fill(&imp.actions, msg, stamp.last);
             imp.rules_button.set_visible(
                 stamp.last && msg.code == Some(crate::core::types::message::MessageCode::PermissionRule),
             );

@@ -17,6 +17,7 @@ pub mod inbox;
 pub mod logs;
 pub mod mention_completion;
 pub mod message_list;
+pub mod message_actions;
 pub mod message_parts;
 pub mod message_row;
 pub mod notice_parts;

@@ -5,12 +5,13 @@
 use crate::core::types::notice::Notice;
 use crate::i18n::{gettext, gettext_f};
 
-/// A notice's severity as said and its icon (unknown severities are `info`).
+/// A notice's severity as said, its icon and its style class (unknown
+/// severities are `info`).
 pub fn severity(n: &Notice) -> (String, &'static str, &'static str) {
     match n.severity.as_str() {
-        "warning" => (gettext("Warning"), "dialog-warning-symbolic", "warning"),
-        "error" => (gettext("Error"), "dialog-error-symbolic", "error"),
-        _ => (gettext("Notice"), "dialog-information-symbolic", "accent"),
+        "warning" => (gettext("Warning"), "dialog-warning-symbolic", "notice-warning"),
+        "error" => (gettext("Error"), "dialog-error-symbolic", "notice-error"),
+        _ => (gettext("Notice"), "dialog-information-symbolic", "notice-info"),
     }
 }
 

@@ -18,7 +18,9 @@ use crate::ui::widgets::{
 mod actions;
 mod attention;
 mod conversations;
+mod drafts;
 mod registry;
+mod steering;
 mod sidebar;
 
 #[doc(hidden)]
@@ -79,6 +81,12 @@ pub mod imp {
         #[template_child]
         pub read_only_label: TemplateChild<gtk::Label>,
         #[template_child]
+        pub retry_revealer: TemplateChild<gtk::Revealer>,
+        #[template_child]
+        pub forked_revealer: TemplateChild<gtk::Revealer>,
+        #[template_child]
+        pub forked_label: TemplateChild<gtk::Label>,
+        #[template_child]
         pub stalled_revealer: TemplateChild<gtk::Revealer>,
         #[template_child]
         pub stalled_label: TemplateChild<gtk::Label>,
@@ -94,6 +102,13 @@ pub mod imp {
         pub elicitation_dialog: RefCell<Option<(String, String, gtk::Window)>>,
         /// Elicitations whose dialog was opened (not opened again by itself).
         pub elicitations_shown: RefCell<std::collections::HashSet<String>>,
+        /// The conversation the composer's text is the draft of: its agent
+        /// and its id ('' for a new one).
+        pub draft_for: RefCell<Option<(AgentObject, String)>>,
+        /// The draft is kept when this fires.
+        pub draft_timer: RefCell<Option<glib::SourceId>>,
+        /// The composer's text is being set to a draft (not a change to keep).
+        pub draft_loading: std::cell::Cell<bool>,
         /// The find bar's matches (message ids, in order) and which is shown.
         pub find: RefCell<(Vec<String>, usize)>,
 
@@ -166,6 +181,7 @@ pub mod imp {
     impl WindowImpl for ParleyWindow {
         fn close_request(&self) -> glib::Propagation {
             self.obj().save_size();
+            self.obj().flush_draft();
             self.parent_close_request()
         }
     }
@@ -210,6 +226,8 @@ impl ParleyWindow {
         win.setup_conversations();
         win.setup_registry_actions();
         win.setup_attention();
+        win.setup_drafts();
+        win.setup_steering();
         imp.sign_in_page.connect_active_notify(glib::clone!(
             #[weak]
             win,
@@ -217,6 +235,10 @@ impl ParleyWindow {
         ));
         win.update_sidebar();
         win.refresh_recent();
+        // Each agent shows the conversation it had open when Parley quit
+        // (its `conversation:switched` brings it to the window).
+        let core = model.core().clone();
+        crate::ui::runtime::call(async move { core.chat.restore().await }, |_| {});
         model.agents().connect_items_changed(glib::clone!(
             #[weak]
             win,
@@ -407,6 +429,8 @@ impl ParleyWindow {
         imp.selected.replace(name.map(str::to_owned));
         crate::ui::models::disconnect_all(imp.agent_handlers.take());
         let agent = name.and_then(|n| self.agent(n));
+        // Before the view shows the other agent: the place kept is this one's.
+        self.show_draft(agent.as_ref());
         imp.conversation_view.set_agent(agent.as_ref());
         imp.conversation_list.set_agent(agent.as_ref());
         imp.find_bar.set_search_mode(false);
@@ -429,8 +453,30 @@ impl ParleyWindow {
                 win.update_header(agent);
                 win.update_read_only(agent);
                 win.update_stalled(agent);
+                win.update_steering(agent);
             }
         ));
+        // Another conversation of the agent: its draft.
+        let switched = agent.conversation().connect_notify_local(
+            Some("conversation-id"),
+            glib::clone!(
+                #[weak(rename_to = win)]
+                self,
+                #[weak]
+                agent,
+                move |_, _| win.show_draft(Some(&agent))
+            ),
+        );
+        handlers.push((agent.conversation().clone().upcast(), switched));
+        // Retry follows the conversation's last message.
+        let changed = agent.conversation().connect_conversation_changed(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            #[weak]
+            agent,
+            move |_| win.update_steering(&agent)
+        ));
+        handlers.push((agent.conversation().clone().upcast(), changed));
         handlers.extend(crate::ui::announcer::watch(
             &agent,
             &imp.permission_banner,
@@ -441,6 +487,7 @@ impl ParleyWindow {
         self.update_header(&agent);
         self.update_read_only(&agent);
         self.update_stalled(&agent);
+        self.update_steering(&agent);
         self.seen(&agent);
         // Moving through the agents with the arrow keys keeps the focus in
         // the list (Enter then goes to the composer); a click or a selection

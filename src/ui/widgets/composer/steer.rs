@@ -1,0 +1,53 @@
+//! Steer: while the agent answers, what is written goes into its running
+//! turn (Ctrl+Enter, or the Steer button beside Stop) where the agent takes
+//! a message then; Enter still queues it for after the turn.
+
+use gtk::prelude::*;
+use gtk::subclass::prelude::*;
+use gtk::glib;
+
+use super::Composer;
+
+impl Composer {
+    /// Steer, beside Stop while the agent answers (where it takes it).
+    pub fn steer_button(&self) -> gtk::Button {
+        self.imp().steer_button.get()
+    }
+
+    /// Whether Steer is offered now: the agent answers and takes messages
+    /// during a turn.
+    pub fn steers(&self) -> bool {
+        self.agent()
+            .is_some_and(|a| a.conversation().answering() && a.conversation().can_steer())
+    }
+
+    /// Sends the text into the running turn; on failure it goes back into
+    /// the field and a toast says why.
+    pub fn steer(&self) {
+        let Some(agent) = self.agent() else { return };
+        if !self.steers() {
+            return;
+        }
+        let buffer = self.imp().text.buffer();
+        let text = buffer
+            .text(&buffer.start_iter(), &buffer.end_iter(), false)
+            .to_string();
+        if text.trim().is_empty() {
+            return;
+        }
+        buffer.set_text("");
+        agent.conversation().steer(
+            text,
+            glib::clone!(
+                #[weak(rename_to = composer)]
+                self,
+                move |r: Result<(), (String, String)>| {
+                    if let Err((e, text)) = r {
+                        composer.imp().text.buffer().set_text(&text);
+                        let _ = composer.activate_action("win.toast", Some(&e.to_variant()));
+                    }
+                }
+            ),
+        );
+    }
+}
