@@ -21,6 +21,12 @@ with `ok` or `FAILED: reason`.
                             is heard while typing) holds no part of the
                             key; Enter in it signs in, and "Signed in to"
                             is heard (with a keyring: PARLEY_TEST_KEYRING).
+  a11y-keyboard.py steering A notice is heard ("Warning: Rate limited"); while
+                            the agent answers, Ctrl+Enter steers it (the
+                            Steer button is named and shown); a message
+                            queued with Enter is reached with Shift+Tab,
+                            the arrows and Tab, its actions are named Tab
+                            stops, and its Send Now (Space) is heard.
   a11y-keyboard.py windows  Preferences (Ctrl+,; the Theme drop-down's
                             items), Keyboard Shortcuts (Ctrl+?) and About
                             (F10, the last item): every Tab stop of each
@@ -512,4 +518,67 @@ def changes():
     say("ok")
 
 
-{"flow": flow, "narrow": narrow, "windows": windows, "sign-in": sign_in, "changes": changes}[sys.argv[1] if len(sys.argv) > 1 else "flow"]()
+def steering():
+    listen()
+    frame = start()
+    select_agent_and_send(frame, "timeline")
+    if not heard("Warning: Rate limited", 20):
+        fail(f"the notice was not heard: {HEARD[-6:]}")
+    say("heard: Warning: Rate limited")
+    wait_for("the timeline's end", lambda: heard("Demo Agent answered", 1), 30)
+    # Steer: Ctrl+Enter while the agent answers.
+    type_text("slow 60 50")
+    press("Return", 0.8)
+    say(f"typed into: {describe(focused(frame))}")
+    steer = wait_for("the Steer button", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "Steer"), 10)
+    say(f"steer: {describe(steer)}")
+    type_text("use tabs")
+    press("ctrl+Return", 0.8)
+    wait_for("the steer taken", lambda: find(frame, lambda n: "Steered: use tabs" in (n.name or "")), 20)
+    say("steered")
+    wait_for("the steered turn's end", lambda: heard("Demo Agent answered: Steered", 1), 30)
+    # The queue: a message sent while the agent answers waits; its Send Now
+    # is reached by the keyboard.
+    type_text("wait")
+    press("Return", 1.0)
+    type_text("echo queued")
+    press("Return", 1.0)
+    press("shift+Tab", 0.5)
+    for _ in range(12):
+        node = focused(frame)
+        if node is not None and (node.name or "").startswith("You: echo queued"):
+            break
+        press("Down", 0.3)
+    node = focused(frame)
+    if node is None or not (node.name or "").startswith("You: echo queued"):
+        fail(f"the arrows did not reach the queued message: {describe(node)}")
+    say(f"queued row: {describe(node)}")
+    for _ in range(6):
+        press("Tab", 0.3)
+        node = focused(frame)
+        if node is not None and node.name == "Send Now":
+            break
+    if node is None or node.name != "Send Now":
+        fail(f"Tab did not reach Send Now: {describe(node)}")
+    stops = []
+    for _ in range(4):
+        press("Tab", 0.3)
+        stops.append(describe(focused(frame)))
+    say(f"after Send Now: {stops}")
+    for want in ("Edit Queued Message", "Move Up in the Queue", "Move Down in the Queue", "Remove from the Queue"):
+        if not any(want in s for s in stops):
+            fail(f"{want} is not a Tab stop after Send Now: {stops}")
+    for _ in range(4):
+        press("shift+Tab", 0.3)
+    node = focused(frame)
+    if node is None or node.name != "Send Now":
+        fail(f"Shift+Tab did not come back to Send Now: {describe(node)}")
+    press("space", 1.0)
+    if not heard("Sent now", 10):
+        fail(f"Send Now was not heard: {HEARD[-6:]}")
+    say("heard: Sent now")
+    wait_for("the queued message's answer", lambda: find(frame, lambda n: (n.name or "") == "Demo Agent: queued"), 30)
+    say("ok")
+
+
+{"flow": flow, "narrow": narrow, "windows": windows, "sign-in": sign_in, "changes": changes, "steering": steering}[sys.argv[1] if len(sys.argv) > 1 else "flow"]()

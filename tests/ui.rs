@@ -3103,9 +3103,10 @@ fn main() {
             "ui::every_picker_lies_inside_the_window",
             pickers_fit::every_picker_lies_inside_the_window,
         ),
+        ("ui::steering_in_the_window", steering::steering_in_the_window),
         (
-            "ui::steering_in_the_window",
-            steering::steering_in_the_window,
+            "ui::steering_by_keyboard_and_screen_reader",
+            steering::steering_by_keyboard_and_screen_reader,
         ),
         ("ui::claude_pickers", claude_pickers),
         ("ui::claude_full_turn", real_agents::claude_full_turn),

@@ -2,8 +2,9 @@
 //! notice, several plans (`plan_update`, then one `plan_removed`), text
 //! chunks of two agent messages (`messageId`), a tool call with its tool's
 //! name, a context compaction with its summary streamed, and an update of a
-//! kind no one knows. What the client did not advertise is not sent (the
-//! protocol's rule): a notice becomes agent text, a compaction is skipped.
+//! kind no one knows; the first notice is followed by a second's wait.
+//! What the client did not advertise is not sent (the protocol's rule): a
+//! notice becomes agent text, a compaction is skipped.
 
 use std::time::Duration;
 
@@ -47,6 +48,8 @@ pub(super) async fn timeline(agent: &Agent, sid: &str) -> String {
         "Rate limited",
         "The demo agent waits a moment before going on.",
     );
+    // As it says: a screen reader has time to say it before the answer.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
     if advertised(agent, "/plan") {
         agent.update(sid, plan_items("fix", "in_progress", "pending"));
         agent.update(

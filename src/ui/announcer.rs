@@ -165,15 +165,20 @@ fn last_answer(agent: &AgentObject) -> Option<String> {
     // Only the start is said: rendering a 4 MB answer would stall the
     // window for seconds at the end of a flood.
     let head: String = last.with(|m| {
-        m.parts
-            .iter()
-            .filter_map(|p| match p {
-                Part::Text { text } => Some(text.chars()),
-                _ => None,
-            })
-            .flatten()
-            .take(2000)
-            .collect()
+        let mut head = String::new();
+        for text in m.parts.iter().filter_map(|p| match p {
+            Part::Text { text } => Some(text),
+            _ => None,
+        }) {
+            if !head.is_empty() {
+                head.push_str("\n\n");
+            }
+            head.extend(text.chars().take(2000usize.saturating_sub(head.len())));
+            if head.len() >= 2000 {
+                break;
+            }
+        }
+        head
     })?;
     let text = crate::ui::markdown::plain_text(&head);
     let mut short: String = text.chars().take(300).collect();

@@ -9,7 +9,11 @@ use super::*;
 
 /// A window on `config` whose history is `dir`/history.sqlite3 (kept
 /// between windows, as between runs of Parley).
-fn open_window_in(app: &adw::Application, dir: &std::path::Path, config: &str) -> Result<(ParleyWindow, Core), String> {
+fn open_window_in(
+    app: &adw::Application,
+    dir: &std::path::Path,
+    config: &str,
+) -> Result<(ParleyWindow, Core), String> {
     let path = dir.join("config.json");
     std::fs::write(&path, config).map_err(|e| e.to_string())?;
     let (core, rx) = parley::ui::runtime::start_core(Options {
@@ -40,7 +44,9 @@ fn shown(win: &ParleyWindow) -> Vec<String> {
 
 fn composer_text(win: &ParleyWindow) -> String {
     let buffer = win.composer().text_view().buffer();
-    buffer.text(&buffer.start_iter(), &buffer.end_iter(), false).to_string()
+    buffer
+        .text(&buffer.start_iter(), &buffer.end_iter(), false)
+        .to_string()
 }
 
 /// As Enter does: sent, or queued while the agent answers.
@@ -217,7 +223,9 @@ pub fn steering_in_the_window(app: &adw::Application) -> Result<(), String> {
         return Err("the fork offers Retry for an answer that finished".into());
     }
     let text = composer_text(&win);
-    if !text.starts_with("Earlier in this conversation (for context):") || !text.contains("**User:** timeline") {
+    if !text.starts_with("Earlier in this conversation (for context):")
+        || !text.contains("**User:** timeline")
+    {
         return Err(format!("the composer holds {text:?}"));
     }
     spin(Duration::from_millis(300));
@@ -232,7 +240,9 @@ pub fn steering_in_the_window(app: &adw::Application) -> Result<(), String> {
     spin_until("the original", Duration::from_secs(10), || {
         agent.conversation().conversation_id() == original.id.clone().unwrap_or_default()
     })?;
-    spin_until("its empty draft", Duration::from_secs(5), || composer_text(&win).is_empty())?;
+    spin_until("its empty draft", Duration::from_secs(5), || {
+        composer_text(&win).is_empty()
+    })?;
     act(&win, "win.open-conversation", Some(&fork_id));
     spin_until("the fork's draft", Duration::from_secs(10), || {
         composer_text(&win) == "half a thought"
@@ -278,4 +288,11 @@ fn first_text_view(w: &gtk::Widget) -> Option<gtk::TextView> {
         child = c.next_sibling();
     }
     None
+}
+
+/// The same by keyboard and screen reader (`tests/a11y-keyboard.py
+/// steering`), against a real `parley`.
+pub fn steering_by_keyboard_and_screen_reader(_app: &adw::Application) -> Result<(), String> {
+    let project = tempfile::tempdir().map_err(|e| e.to_string())?;
+    keyboard_only_on("steering", None, &auth_config("steer", project.path()))
 }

@@ -40,7 +40,12 @@ impl ChatService {
     /// `Fork(agent, messageId?, text?)`: the open conversation up to (not
     /// including) `messageId`, or whole, becomes a new conversation; with
     /// `text`, that is sent there at once (after the transcript, if any).
-    pub async fn fork(&self, agent: &str, before: Option<&str>, text: Option<&str>) -> Result<Forked, ChatError> {
+    pub async fn fork(
+        &self,
+        agent: &str,
+        before: Option<&str>,
+        text: Option<&str>,
+    ) -> Result<Forked, ChatError> {
         self.fork_with(agent, before, text, text.is_some()).await
     }
 

@@ -280,8 +280,12 @@ impl ConversationObject {
             .conversation_tail(&self.agent(), 0)
             .ok()
             .and_then(|(c, _)| c.forked_from);
-        imp.forked_from_id
-            .replace(forked.as_ref().map(|f| f.conversation.clone()).unwrap_or_default());
+        imp.forked_from_id.replace(
+            forked
+                .as_ref()
+                .map(|f| f.conversation.clone())
+                .unwrap_or_default(),
+        );
         let title = forked.map(|f| {
             f.title
                 .filter(|t| !t.is_empty())

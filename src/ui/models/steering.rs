@@ -147,9 +147,13 @@ impl ConversationObject {
         use crate::core::types::message::MessageCode;
         last.with(|m| match m.role {
             Role::Agent => {
-                m.error.is_some() || matches!(m.stop_reason, Some(StopReason::Cancelled | StopReason::Refusal))
+                m.error.is_some()
+                    || matches!(m.stop_reason, Some(StopReason::Cancelled | StopReason::Refusal))
             }
-            Role::System => matches!(m.code, Some(MessageCode::AgentUnavailable | MessageCode::TurnAbandoned)),
+            Role::System => matches!(
+                m.code,
+                Some(MessageCode::AgentUnavailable | MessageCode::TurnAbandoned)
+            ),
             Role::User => false,
         })
         .unwrap_or(false)

@@ -280,7 +280,9 @@ impl ConversationView {
         list.bound_rows()
             .into_iter()
             .filter_map(|(row, widget)| {
-                let y = widget.compute_point(&**list, &gtk::graphene::Point::new(0.0, 0.0))?.y();
+                let y = widget
+                    .compute_point(&**list, &gtk::graphene::Point::new(0.0, 0.0))?
+                    .y();
                 let bottom = y + widget.height() as f32;
                 (bottom > 0.0).then(|| (y, row.message().map(|m| m.id())))
             })

@@ -39,10 +39,22 @@ pub fn fill(actions: &gtk::Box, m: &Message, last: bool) {
     if last && m.role == Role::User && m.queued {
         for (name, icon, action) in [
             (gettext("Send Now"), "", "win.queued-send-now"),
-            (gettext("Edit Queued Message"), "document-edit-symbolic", "win.queued-edit"),
+            (
+                gettext("Edit Queued Message"),
+                "document-edit-symbolic",
+                "win.queued-edit",
+            ),
             (gettext("Move Up in the Queue"), "go-up-symbolic", "win.queued-up"),
-            (gettext("Move Down in the Queue"), "go-down-symbolic", "win.queued-down"),
-            (gettext("Remove from the Queue"), "user-trash-symbolic", "win.queued-remove"),
+            (
+                gettext("Move Down in the Queue"),
+                "go-down-symbolic",
+                "win.queued-down",
+            ),
+            (
+                gettext("Remove from the Queue"),
+                "user-trash-symbolic",
+                "win.queued-remove",
+            ),
         ] {
             actions.append(&button(&name, icon, action, &m.id));
         }

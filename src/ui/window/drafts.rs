@@ -22,7 +22,9 @@ impl ParleyWindow {
 
     fn composer_text(&self) -> String {
         let buffer = self.imp().composer.text_view().buffer();
-        buffer.text(&buffer.start_iter(), &buffer.end_iter(), false).to_string()
+        buffer
+            .text(&buffer.start_iter(), &buffer.end_iter(), false)
+            .to_string()
     }
 
     fn draft_changed(&self) {
@@ -91,7 +93,8 @@ impl ParleyWindow {
                     let imp = win.imp();
                     // Still the same conversation, and nothing typed since.
                     let current = imp.draft_for.borrow().clone();
-                    if current.is_none_or(|(a, k)| a != agent || k != key) || !win.composer_text().is_empty() {
+                    if current.is_none_or(|(a, k)| a != agent || k != key) || !win.composer_text().is_empty()
+                    {
                         return;
                     }
                     win.set_composer_text(&draft.text);

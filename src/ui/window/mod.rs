@@ -20,8 +20,8 @@ mod attention;
 mod conversations;
 mod drafts;
 mod registry;
-mod steering;
 mod sidebar;
+mod steering;
 
 #[doc(hidden)]
 pub mod imp {

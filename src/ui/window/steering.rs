@@ -16,7 +16,9 @@ impl ParleyWindow {
             #[weak(rename_to = win)]
             self,
             move |_, param| {
-                if let (Some(agent), Some(id)) = (win.selected_object(), param.and_then(|p| p.get::<String>())) {
+                if let (Some(agent), Some(id)) =
+                    (win.selected_object(), param.and_then(|p| p.get::<String>()))
+                {
                     run(&win, agent, id);
                 }
             }
@@ -26,10 +28,33 @@ impl ParleyWindow {
 
     /// A toast for an error, nothing for success.
     fn or_toast(&self) -> impl FnOnce(Result<(), String>) + 'static {
+        self.done_saying(None)
+    }
+
+    /// A toast for an error; for success, `said` is heard. Said a moment
+    /// later: the row whose button had the focus is rebuilt meanwhile, and
+    /// what was said on it would go with it.
+    fn done_saying(&self, said: Option<String>) -> impl FnOnce(Result<(), String>) + 'static {
         let weak = self.downgrade();
         move |r| {
-            if let (Err(e), Some(win)) = (r, weak.upgrade()) {
-                win.toast(&e);
+            let Some(win) = weak.upgrade() else { return };
+            match (r, said) {
+                (Err(e), _) => win.toast(&e),
+                (Ok(()), Some(text)) => {
+                    glib::timeout_add_local_once(
+                        std::time::Duration::from_millis(300),
+                        glib::clone!(
+                            #[weak]
+                            win,
+                            move || crate::ui::a11y::announce(
+                                &*win.imp().composer,
+                                &text,
+                                crate::ui::a11y::Priority::Medium
+                            )
+                        ),
+                    );
+                }
+                (Ok(()), None) => {}
             }
         }
     }
@@ -46,12 +71,20 @@ impl ParleyWindow {
             position: Some(to),
             ..QueueEdit::default()
         };
-        agent.conversation().edit_queued(id, edit, self.or_toast());
+        let said = if by < 0 {
+            gettext("Moved up in the queue")
+        } else {
+            gettext("Moved down in the queue")
+        };
+        agent
+            .conversation()
+            .edit_queued(id, edit, self.done_saying(Some(said)));
     }
 
     pub(super) fn setup_steering(&self) {
         self.message_action("queued-send-now", |win, agent, id| {
-            agent.conversation().send_now(&id, win.or_toast());
+            let said = gettext("Sent now; the running answer was stopped");
+            agent.conversation().send_now(&id, win.done_saying(Some(said)));
         });
         self.message_action("queued-up", |win, agent, id| win.move_queued(&agent, &id, -1));
         self.message_action("queued-down", |win, agent, id| win.move_queued(&agent, &id, 1));
@@ -60,7 +93,10 @@ impl ParleyWindow {
                 delete: true,
                 ..QueueEdit::default()
             };
-            agent.conversation().edit_queued(&id, edit, win.or_toast());
+            let said = gettext("Removed from the queue");
+            agent
+                .conversation()
+                .edit_queued(&id, edit, win.done_saying(Some(said)));
         });
         self.message_action("queued-edit", |win, agent, id| win.ask_edit_queued(agent, id));
         self.message_action("edit-message", |win, agent, id| {
@@ -94,7 +130,9 @@ impl ParleyWindow {
             #[weak(rename_to = win)]
             self,
             move |_, _| {
-                let Some(agent) = win.selected_object() else { return };
+                let Some(agent) = win.selected_object() else {
+                    return;
+                };
                 let id = agent.conversation().forked_from_id();
                 if !id.is_empty() {
                     let _ = WidgetExt::activate_action(&win, "win.open-conversation", Some(&id.to_variant()));
@@ -122,7 +160,11 @@ impl ParleyWindow {
                             gettext("A new conversation: the earlier turns go with your message as context")
                         };
                         win.toast(&said);
-                        crate::ui::a11y::announce(&*win.imp().composer, &said, crate::ui::a11y::Priority::Medium);
+                        crate::ui::a11y::announce(
+                            &*win.imp().composer,
+                            &said,
+                            crate::ui::a11y::Priority::Medium,
+                        );
                         win.imp().composer.grab_focus();
                     }
                     Err(e) => win.toast(&e),
@@ -171,7 +213,9 @@ impl ParleyWindow {
                         return;
                     }
                     let buffer = view.buffer();
-                    let text = buffer.text(&buffer.start_iter(), &buffer.end_iter(), false).to_string();
+                    let text = buffer
+                        .text(&buffer.start_iter(), &buffer.end_iter(), false)
+                        .to_string();
                     let edit = QueueEdit {
                         text: Some(text),
                         ..QueueEdit::default()

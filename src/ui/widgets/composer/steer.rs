@@ -2,9 +2,9 @@
 //! turn (Ctrl+Enter, or the Steer button beside Stop) where the agent takes
 //! a message then; Enter still queues it for after the turn.
 
+use gtk::glib;
 use gtk::prelude::*;
 use gtk::subclass::prelude::*;
-use gtk::glib;
 
 use super::Composer;
 
