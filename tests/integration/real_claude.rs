@@ -214,3 +214,75 @@ async fn claude_edits_asks_runs_plans_cancels_fails_clearly_and_resumes() {
     let (h, after) = after_a_restart(h, &api, "claude").await;
     heard_the_first_turn("claude", &h, &after);
 }
+
+/// Issue 43 with claude-agent-acp: a fork of the whole conversation is its
+/// `session/fork` (the model hears the first turn in the fork), and a
+/// message sent during a turn (`Steer`, its `promptQueueing`) reaches the
+/// model within that turn.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_forks_its_session_and_takes_a_message_mid_turn() {
+    let p = Project::new();
+    let api = ModelApi::start(vec![Reply::text("Noted: apricot.")]);
+    let Some(agent) = claude(&p, &api) else { return };
+    let mut h = parley(&[agent], json!({}));
+    h.core.chat.send("claude", "Remember the word apricot.").expect("send");
+    h.answered("claude").await;
+    assert!(h.core.chat.can_steer("claude"), "claude-agent-acp advertises promptQueueing");
+
+    api.set_script(vec![Reply::text("It was apricot.")]);
+    let before = api.main_requests().len();
+    let forked = h
+        .core
+        .chat
+        .fork("claude", None, Some("Which word was it?"))
+        .await
+        .expect("fork");
+    assert_eq!(forked.mode, "session", "claude-agent-acp offers session/fork");
+    h.answered("claude").await;
+    assert!(h.answer("claude").text().contains("It was apricot."), "{:#?}", h.answer("claude"));
+    let after = api.main_requests().split_off(before);
+    let last = after.last().expect("a request in the fork");
+    assert!(
+        last.body.to_string().contains("Remember the word apricot."),
+        "the fork lost the first turn: {}",
+        last.body
+    );
+
+    // A slow answer, steered while it streams.
+    api.set_script(vec![
+        Reply::Text {
+            text: "Writing the function, one careful line at a time.".into(),
+            thought: String::new(),
+            chunk: 3,
+            delay: Duration::from_millis(150),
+        },
+        Reply::text("Tabs it is."),
+    ]);
+    let before = api.main_requests().len();
+    h.core.chat.send("claude", "Write a function.").expect("send");
+    assert!(api.wait_main(before + 1, Duration::from_secs(60)), "the turn's request");
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    h.core.chat.steer("claude", "Use tabs.").expect("steer");
+    h.answered("claude").await;
+    let said: Vec<String> = api
+        .main_requests()
+        .split_off(before)
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(
+        said.iter().any(|b| b.contains("Use tabs.")),
+        "the steering message never reached the model: {said:?}\n{}",
+        h.log_of("claude")
+    );
+    let conv = h.core.chat.conversation("claude").expect("conversation");
+    assert!(
+        conv.messages.iter().any(|m| m.text() == "Use tabs."),
+        "the steering message is in the conversation"
+    );
+    assert!(
+        conv.messages.iter().all(|m| m.done),
+        "every message of the turn ended: {:#?}",
+        conv.messages
+    );
+}
