@@ -1,7 +1,9 @@
 //! The demo agent's sign-in modes: `auth-agent` (methods for
 //! `authenticate`, and `logout`), `auth-env` (an `env_var` method wanting
 //! `DEMO_API_KEY`) and `auth-terminal` (a terminal method running this
-//! program with `--login`, and the legacy `_meta["terminal-auth"]` form).
+//! program with `--login`, and the legacy `_meta["terminal-auth"]` form);
+//! with `auth-status`, it answers `auth/status` (unstable in ACP) and sends
+//! `auth/status_update` once signed in.
 
 use std::io::{BufRead, Write};
 use std::path::Path;
@@ -61,6 +63,10 @@ pub async fn authenticate(agent: &Agent, id: &Value, params: Value) {
         "demo-login" => {
             agent.signed_in.store(true, Ordering::Relaxed);
             agent.respond(id, json!({}));
+            if agent.mode("auth-status").is_some() {
+                agent.send(&json!({"jsonrpc": "2.0", "method": "auth/status_update",
+                    "params": {"state": "authenticated"}}));
+            }
         }
         "demo-slow" => {
             tokio::time::sleep(Duration::from_secs(30)).await;
@@ -74,6 +80,29 @@ pub async fn authenticate(agent: &Agent, id: &Value, params: Value) {
         "demo-refuse" => agent.respond_error(id, -32000, "Wrong password (demo-refuse always fails)"),
         other => agent.respond_error(id, -32602, &format!("unknown auth method: {other}")),
     }
+}
+
+/// `auth/status` (mode `auth-status`): signed in or not.
+pub fn status(agent: &Agent, id: &Value) {
+    let state = if agent.signed_in.load(Ordering::Relaxed) {
+        "authenticated"
+    } else {
+        "unauthenticated"
+    };
+    agent.respond(id, json!({"state": state, "accounts": []}));
+}
+
+/// `agentCapabilities.auth`: `logout` with `auth-agent`, `status` with
+/// `auth-status`.
+pub fn capabilities(agent: &Agent) -> Value {
+    let mut caps = serde_json::Map::new();
+    if agent.mode("auth-agent").is_some() {
+        caps.insert("logout".into(), json!({}));
+    }
+    if agent.mode("auth-status").is_some() {
+        caps.insert("status".into(), json!({}));
+    }
+    Value::Object(caps)
 }
 
 /// `--login`: asks on the terminal, answers with the exit status.

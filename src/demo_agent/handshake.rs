@@ -58,7 +58,7 @@ pub(super) async fn initialize(agent: &Agent, id: &Value, params: Value) {
             "protocolVersion": version,
             "agentCapabilities": {"loadSession": sessions::load_session(agent), "promptCapabilities": prompt_caps,
                 "mcpCapabilities": mcp_caps, "sessionCapabilities": session_caps,
-                "auth": if agent.mode("auth-agent").is_some() { json!({"logout": {}}) } else { json!({}) },
+                "auth": auth::capabilities(agent),
                 "_meta": super::steering::meta(agent)},
             "authMethods": auth::methods(agent),
             "agentInfo": {"name": "parley-demo-agent", "title": "Demo Agent", "version": env!("CARGO_PKG_VERSION")}

@@ -48,6 +48,8 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   mcp-http, mcp-sse    take MCP servers over http / sse (stdio always)
   additional-dirs      take additionalDirectories in session/new
   close-stdout         close stdout after answering initialize, keep running
+  auth-status          offer auth/status (unauthenticated until signed in)
+                       and send auth/status_update after demo-login
   resume               offer session/resume and session/close
   load                 offer session/load (replays the stored turns as
                        user and agent message chunks) and session/close

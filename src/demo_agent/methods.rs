@@ -32,6 +32,7 @@ pub(super) async fn handle(agent: Arc<Agent>, msg: Value) {
         (Some("authenticate"), Some(id)) => {
             tokio::spawn(async move { auth::authenticate(&agent, &id, params).await });
         }
+        (Some("auth/status"), Some(id)) if agent.mode("auth-status").is_some() => auth::status(&agent, &id),
         (Some("logout"), Some(id)) => {
             agent.signed_in.store(false, Ordering::Relaxed);
             agent.respond(&id, json!({}));

@@ -225,9 +225,15 @@ async fn claude_forks_its_session_and_takes_a_message_mid_turn() {
     let api = ModelApi::start(vec![Reply::text("Noted: apricot.")]);
     let Some(agent) = claude(&p, &api) else { return };
     let mut h = parley(&[agent], json!({}));
-    h.core.chat.send("claude", "Remember the word apricot.").expect("send");
+    h.core
+        .chat
+        .send("claude", "Remember the word apricot.")
+        .expect("send");
     h.answered("claude").await;
-    assert!(h.core.chat.can_steer("claude"), "claude-agent-acp advertises promptQueueing");
+    assert!(
+        h.core.chat.can_steer("claude"),
+        "claude-agent-acp advertises promptQueueing"
+    );
 
     api.set_script(vec![Reply::text("It was apricot.")]);
     let before = api.main_requests().len();
@@ -239,7 +245,11 @@ async fn claude_forks_its_session_and_takes_a_message_mid_turn() {
         .expect("fork");
     assert_eq!(forked.mode, "session", "claude-agent-acp offers session/fork");
     h.answered("claude").await;
-    assert!(h.answer("claude").text().contains("It was apricot."), "{:#?}", h.answer("claude"));
+    assert!(
+        h.answer("claude").text().contains("It was apricot."),
+        "{:#?}",
+        h.answer("claude")
+    );
     let after = api.main_requests().split_off(before);
     let last = after.last().expect("a request in the fork");
     assert!(
@@ -260,7 +270,10 @@ async fn claude_forks_its_session_and_takes_a_message_mid_turn() {
     ]);
     let before = api.main_requests().len();
     h.core.chat.send("claude", "Write a function.").expect("send");
-    assert!(api.wait_main(before + 1, Duration::from_secs(60)), "the turn's request");
+    assert!(
+        api.wait_main(before + 1, Duration::from_secs(60)),
+        "the turn's request"
+    );
     tokio::time::sleep(Duration::from_millis(600)).await;
     h.core.chat.steer("claude", "Use tabs.").expect("steer");
     h.answered("claude").await;

@@ -374,3 +374,27 @@ fn drafts_and_the_open_conversations_come_back_after_a_restart() {
     drop(s.stdin);
     let _ = s.child.wait();
 }
+
+/// `auth/status` where the agent offers it: a sign-in is needed before the
+/// first prompt, and the agent's `auth/status_update` clears it.
+#[test]
+fn auth_status_tells_a_sign_in_is_needed_before_the_first_prompt() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config(dir.path(), vec![agent("demo", "auth-agent,auth-status")]);
+    let mut s = Serve::start(dir.path(), &config);
+    s.call(1, "AgentService.Start", json!(["demo"]));
+    s.wait("auth:changed", |v| {
+        v["event"] == "auth:changed" && v["payload"]["needsSignIn"] == true
+    });
+    let listed = s.call(2, "AgentService.List", json!([]));
+    assert_eq!(listed["result"][0]["needsSignIn"], true, "{listed}");
+    let signed = s.call(3, "AuthService.SignIn", json!(["demo", "demo-login"]));
+    assert!(signed.get("error").is_none(), "{signed}");
+    s.wait("signed in", |v| {
+        v["event"] == "auth:changed" && v["payload"]["needsSignIn"] == false
+    });
+    let listed = s.call(4, "AgentService.List", json!([]));
+    assert_eq!(listed["result"][0]["needsSignIn"], false, "{listed}");
+    drop(s.stdin);
+    let _ = s.child.wait();
+}

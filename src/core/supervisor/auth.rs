@@ -79,6 +79,36 @@ impl AgentService {
         self.change_auth(name, |a| a.needs_sign_in = message);
     }
 
+    /// `auth/status` (unstable in ACP), where the agent offers it: an agent
+    /// that says `unauthenticated` needs a sign-in before its first prompt;
+    /// one that says `authenticated` or `not_required` no longer does.
+    pub(super) async fn ask_auth_status(&self, name: &str) {
+        let offered = self.capabilities(name).is_some_and(|c| c.auth.status.is_some());
+        let Some((conn, _)) = self.connection(name).filter(|_| offered) else {
+            return;
+        };
+        let answer = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            conn.request("auth/status", serde_json::json!({})),
+        )
+        .await;
+        match answer {
+            Ok(Ok(v)) => self.take_auth_state(name, v.get("state").and_then(serde_json::Value::as_str)),
+            Ok(Err(e)) => self.log(name, format!("parley: auth/status failed: {e}")),
+            Err(_) => self.log(name, "parley: auth/status was not answered within 5 s".into()),
+        }
+    }
+
+    /// An `auth/status` answer's or `auth/status_update`'s `state`.
+    pub(super) fn take_auth_state(&self, name: &str, state: Option<&str>) {
+        let needs = self.needs_sign_in(name);
+        match state {
+            Some("unauthenticated") if !needs => self.set_needs_sign_in(name, Some(String::new())),
+            Some("authenticated" | "not_required") if needs => self.set_needs_sign_in(name, None),
+            _ => {}
+        }
+    }
+
     /// A sign-in with this method started (`Some`) or ended (`None`).
     pub fn set_signing_in(&self, name: &str, method: Option<String>) {
         let same = lock(&self.shared.table)

@@ -106,6 +106,9 @@ impl AgentService {
         let outcome = self.spawn_and_handshake(&def, generation, logs.clone()).await;
         // Decide under the lock; the stop sequence runs after it is released.
         let (result, to_stop) = self.settle_start(&name, generation, outcome);
+        if result.is_ok() {
+            self.ask_auth_status(&name).await;
+        }
         if let Some((running, trigger)) = to_stop {
             match trigger {
                 Some(trigger) => self.finish_stop(&name, generation, running, trigger).await,
