@@ -36,8 +36,10 @@
 //!     ([`core::supervisor::terminals`]): the ACP terminal capability.
 //!   - [`core::chat`]: `ChatService`: conversations, turns, permissions,
 //!     elicitation (forms checked against their schema, links), hung turns
-//!     (the silence watch, a Cancel's grace), session options, the inbox;
-//!     its state in `chat::state`, each part an `impl` of its own.
+//!     (the silence watch, a Cancel's grace), session options, the inbox,
+//!     steering (the queue edited, Retry, Steer, Fork with `session/fork`
+//!     or a transcript, drafts, the conversations reopened at start); its
+//!     state in `chat::state`, each part an `impl` of its own.
 //!   - [`core::checkpoints`]: `CheckpointService`: each turn's files
 //!     recorded before and after in a shadow git repository of Parley's,
 //!     the Changes of a conversation, reverts (three-way where a file

@@ -20,7 +20,7 @@ use crate::ui::widgets::mention_completion::MentionCompletion;
 use crate::ui::widgets::option_pickers;
 use crate::ui::widgets::slash_completion::SlashCompletion;
 
-mod steer;
+mod sending;
 
 /// An attachment waiting in the composer.
 #[derive(Clone)]
@@ -282,44 +282,6 @@ impl Composer {
             button.remove_css_class("destructive-action");
             button.add_css_class("suggested-action");
         }
-    }
-
-    /// Sends what is written and attached; on failure the text goes back
-    /// into the field and the attachments stay.
-    pub fn send(&self) {
-        let Some(agent) = self.agent() else { return };
-        let buffer = self.imp().text.buffer();
-        let text = buffer
-            .text(&buffer.start_iter(), &buffer.end_iter(), false)
-            .to_string();
-        let attachments: Vec<AttachmentInput> = self
-            .imp()
-            .pending
-            .borrow()
-            .iter()
-            .map(|p| p.input.clone())
-            .collect();
-        let sent = attachments.len();
-        if text.trim().is_empty() && attachments.is_empty() {
-            return;
-        }
-        buffer.set_text("");
-        agent.conversation().send(
-            text,
-            attachments,
-            glib::clone!(
-                #[weak(rename_to = composer)]
-                self,
-                move |r: Result<(), (String, String)>| match r {
-                    Ok(()) => composer.remove_sent(sent),
-                    Err((e, text)) => {
-                        // Nothing is lost: the text goes back into the composer.
-                        composer.imp().text.buffer().set_text(&text);
-                        let _ = composer.activate_action("win.toast", Some(&e.to_variant()));
-                    }
-                }
-            ),
-        );
     }
 
     /// The pickers of the session's options.
