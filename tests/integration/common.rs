@@ -419,6 +419,31 @@ impl Serve {
         }
     }
 
+    /// A call and an event it causes, whichever line comes first (events
+    /// and answers go out on their own paths): the answer and the event.
+    pub fn call_seeing(
+        &mut self,
+        id: u64,
+        method: &str,
+        params: Value,
+        event: impl Fn(&Value) -> bool,
+    ) -> (Value, Value) {
+        self.send(json!({"id": id, "method": method, "params": params}));
+        let (mut answer, mut seen) = (None, None);
+        while answer.is_none() || seen.is_none() {
+            let v = self
+                .lines
+                .recv_timeout(Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("timed out waiting for {method} and its event"));
+            if v["id"] == id {
+                answer = Some(v);
+            } else if seen.is_none() && event(&v) {
+                seen = Some(v);
+            }
+        }
+        (answer.unwrap_or_default(), seen.unwrap_or_default())
+    }
+
     pub fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
         self.send(json!({"id": id, "method": method, "params": params}));
         self.wait(method, |v| v["id"] == id)

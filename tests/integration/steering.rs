@@ -118,16 +118,20 @@ fn the_queue_is_edited_reordered_and_sent_now_and_retry_sends_again() {
         json!(["demo", a, {"text": "echo first, edited"}]),
     );
     assert_eq!(edited["result"], json!([a, b, c]), "{edited}");
-    let moved = s.call(6, "ChatService.EditQueued", json!(["demo", c, {"position": 0}]));
+    let (moved, _) = s.call_seeing(
+        6,
+        "ChatService.EditQueued",
+        json!(["demo", c, {"position": 0}]),
+        |v| v["event"] == "queue:changed" && v["payload"]["queue"] == json!([c, a, b]),
+    );
     assert_eq!(moved["result"], json!([c, a, b]), "{moved}");
-    s.wait("queue:changed", |v| {
-        v["event"] == "queue:changed" && v["payload"]["queue"] == json!([c, a, b])
-    });
-    let deleted = s.call(7, "ChatService.EditQueued", json!(["demo", b, {"delete": true}]));
+    let (deleted, _) = s.call_seeing(
+        7,
+        "ChatService.EditQueued",
+        json!(["demo", b, {"delete": true}]),
+        |v| v["event"] == "message:removed" && v["payload"]["messageId"] == b,
+    );
     assert_eq!(deleted["result"], json!([c, a]), "{deleted}");
-    s.wait("message:removed", |v| {
-        v["event"] == "message:removed" && v["payload"]["messageId"] == b
-    });
     let empty = s.call(8, "ChatService.EditQueued", json!(["demo", a, {"text": "  "}]));
     assert_eq!(empty["error"], "the message is empty", "{empty}");
     let bad = s.call(9, "ChatService.EditQueued", json!(["demo", a, {"colour": "red"}]));
@@ -296,8 +300,11 @@ fn steer_goes_into_the_running_turn_where_the_agent_takes_it() {
     let _ = s.child.wait();
 }
 
+/// Three agents: two with a stored conversation (one moved on to a second)
+/// and a draft each, one with only a draft; Parley is killed (SIGKILL);
+/// started again, each comes back as it was left.
 #[test]
-fn drafts_and_the_open_conversations_come_back_after_a_restart() {
+fn drafts_and_the_open_conversations_come_back_after_a_crash() {
     let dir = tempfile::tempdir().expect("tempdir");
     let agents: Vec<Value> = ["a", "b", "c"]
         .iter()
@@ -325,12 +332,13 @@ fn drafts_and_the_open_conversations_come_back_after_a_restart() {
     s.call(33, "ChatService.SetDraft", json!(["a", "half a thought", "m1"]));
     s.call(34, "ChatService.SetDraft", json!(["b", "für b"]));
     // c: a new conversation with only a draft.
-    s.call(35, "ChatService.SetDraft", json!(["c", "c's first words"]));
-    let told = s.wait("draft:changed", |v| {
+    let (_, told) = s.call_seeing(35, "ChatService.SetDraft", json!(["c", "c's first words"]), |v| {
         v["event"] == "draft:changed" && v["payload"]["agent"] == "c"
     });
     assert_eq!(told["payload"]["draft"]["text"], "c's first words");
-    drop(s.stdin);
+    // A crash, not a quit: what the writer had a moment to write is kept.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let _ = s.child.kill();
     let _ = s.child.wait();
 
     let mut s = Serve::start(dir.path(), &config);
@@ -382,17 +390,15 @@ fn auth_status_tells_a_sign_in_is_needed_before_the_first_prompt() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = config(dir.path(), vec![agent("demo", "auth-agent,auth-status")]);
     let mut s = Serve::start(dir.path(), &config);
-    s.call(1, "AgentService.Start", json!(["demo"]));
-    s.wait("auth:changed", |v| {
+    s.call_seeing(1, "AgentService.Start", json!(["demo"]), |v| {
         v["event"] == "auth:changed" && v["payload"]["needsSignIn"] == true
     });
     let listed = s.call(2, "AgentService.List", json!([]));
     assert_eq!(listed["result"][0]["needsSignIn"], true, "{listed}");
-    let signed = s.call(3, "AuthService.SignIn", json!(["demo", "demo-login"]));
-    assert!(signed.get("error").is_none(), "{signed}");
-    s.wait("signed in", |v| {
+    let (signed, _) = s.call_seeing(3, "AuthService.SignIn", json!(["demo", "demo-login"]), |v| {
         v["event"] == "auth:changed" && v["payload"]["needsSignIn"] == false
     });
+    assert!(signed.get("error").is_none(), "{signed}");
     let listed = s.call(4, "AgentService.List", json!([]));
     assert_eq!(listed["result"][0]["needsSignIn"], false, "{listed}");
     drop(s.stdin);

@@ -68,6 +68,12 @@ pub fn review_and_undo(app: &adw::Application) -> Result<(), String> {
     if button.label().as_deref() != Some("1 file changed") {
         return Err(format!("the button says {:?}", button.label()));
     }
+    // The header's button does not keep the window from 360 px.
+    f.win.set_default_size(360, 720);
+    spin_until("the main window at 360 px", Duration::from_secs(5), || {
+        f.win.width() <= 362
+    })?;
+    f.win.set_default_size(1100, 720);
     // Opened as the keyboard would: the action behind the button.
     button.emit_clicked();
     spin_until("the Changes window", Duration::from_secs(5), || {

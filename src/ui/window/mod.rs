@@ -562,6 +562,13 @@ impl ParleyWindow {
         );
         imp.changes_button.set_visible(files > 0);
         imp.changes_button.set_label(&changed);
+        // A narrow window shortens it ("39 files c…") rather than stopping
+        // at the button's width; the tooltip and the name keep it whole.
+        if let Some(label) = imp.changes_button.child().and_downcast::<gtk::Label>() {
+            label.set_ellipsize(gtk::pango::EllipsizeMode::End);
+            label.set_width_chars(4);
+        }
+        imp.changes_button.set_tooltip_text(Some(&changed));
         crate::ui::a11y::set_label(&*imp.changes_button, &changed);
         let text = told.join("\n");
         imp.context_meter.set_tooltip_text(Some(&text));
