@@ -525,18 +525,20 @@ def steering():
     if not heard("Warning: Rate limited", 20):
         fail(f"the notice was not heard: {HEARD[-6:]}")
     say("heard: Warning: Rate limited")
-    wait_for("the timeline's end", lambda: heard("Demo Agent answered", 1), 30)
+    wait_for("the timeline's end", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "Send"), 30)
     # Steer: Ctrl+Enter while the agent answers.
     type_text("slow 60 50")
     press("Return", 0.8)
     say(f"typed into: {describe(focused(frame))}")
     steer = wait_for("the Steer button", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "Steer"), 10)
     say(f"steer: {describe(steer)}")
+    wait_for("the answer", lambda: find(frame, lambda n: "chunk 1" in (n.name or "")), 10)
     type_text("use tabs")
     press("ctrl+Return", 0.8)
     wait_for("the steer taken", lambda: find(frame, lambda n: "Steered: use tabs" in (n.name or "")), 20)
     say("steered")
-    wait_for("the steered turn's end", lambda: heard("Demo Agent answered: Steered", 1), 30)
+    # The turn's end: Stop is Send again.
+    wait_for("the steered turn's end", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "Send"), 30)
     # The queue: a message sent while the agent answers waits; its Send Now
     # is reached by the keyboard.
     type_text("wait")

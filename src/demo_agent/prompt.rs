@@ -39,7 +39,6 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         .entry(sid.clone())
         .or_insert_with(|| Arc::new(AtomicBool::new(false)))
         .clone();
-    flag.store(false, Ordering::Relaxed);
     let text: String = req
         .prompt
         .iter()
@@ -52,6 +51,9 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
     if steering::take_in(&agent, &sid, &id, &text).await {
         return;
     }
+    // A new turn (not one steered into the running one, which a Cancel
+    // may have stopped) starts uncancelled.
+    flag.store(false, Ordering::Relaxed);
     sessions::start_turn(&agent, &sid);
     steering::begin(&agent, &sid);
     // A prompt that carries the earlier turns as context (a forked
@@ -118,7 +120,10 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         }
         "switch-mode" => session_updates::switch_mode(&agent, &sid, word(1, "code")),
         "usage" => session_updates::usage(&agent, &sid, num(1, 1000), num(2, 0)),
-        "late" => return turns::late(&agent, &sid, &id, &text),
+        "late" => {
+            steering::end(&agent, &sid);
+            return turns::late(&agent, &sid, &id, &text);
+        }
         "unknown-update" => unknown_messages::update(&agent, &sid),
         "remembered" => {
             let said = sessions::remembered(&agent, &sid).join(" / ");
@@ -127,7 +132,10 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         }
         "timeline" => timeline::timeline(&agent, &sid).await,
         "stderr" => turns::stderr(&agent, &sid, num(1, 10)),
-        "error" => return turns::error(&agent, &id),
+        "error" => {
+            steering::end(&agent, &sid);
+            return turns::error(&agent, &id);
+        }
         "broken-chunks" => {
             hostile_text::send_broken(&agent, &sid);
             "end_turn".to_string()

@@ -130,10 +130,24 @@ pub fn steering_in_the_window(app: &adw::Application) -> Result<(), String> {
     send(&win, "slow 40 50");
     let steer = win.composer().steer_button();
     spin_until("the Steer button", Duration::from_secs(10), || steer.is_visible())?;
+    // Taken once the turn's prompt is with the agent (its answer begins).
+    spin_until("the answer", Duration::from_secs(10), || {
+        shown(&win).iter().any(|t| t.contains("chunk 1"))
+    })?;
     win.composer().text_view().buffer().set_text("use tabs");
     save_png(&win, "43-steer")?;
     steer.emit_clicked();
-    idle(&win, "the steered turn's end")?;
+    idle(&win, "the steered turn's end").map_err(|e| {
+        let c = core.chat.conversation("demo").map(|c| {
+            let m: Vec<String> = c
+                .messages
+                .iter()
+                .map(|m| format!("{:?}/{}/{}", m.role, m.done, m.text()))
+                .collect();
+            format!("busy {} {m:?}", c.busy)
+        });
+        format!("{e}: {c:?}; log {:?}", core.agents.logs("demo"))
+    })?;
     if !shown(&win).iter().any(|t| t.contains("Steered: use tabs.")) {
         return Err(format!("the steer was not taken: {:?}", shown(&win)));
     }
@@ -146,9 +160,13 @@ pub fn steering_in_the_window(app: &adw::Application) -> Result<(), String> {
     spin_until("the turn", Duration::from_secs(10), || {
         win.agent("demo").is_some_and(|a| a.conversation().answering())
     })?;
-    send(&win, "echo one");
-    send(&win, "echo two");
     let agent = win.agent("demo").ok_or("no agent")?;
+    // One after the other: each send is a call of its own on the runtime.
+    send(&win, "echo one");
+    spin_until("one queued", Duration::from_secs(5), || {
+        agent.conversation().queued_ids().len() == 1
+    })?;
+    send(&win, "echo two");
     spin_until("two queued", Duration::from_secs(5), || {
         agent.conversation().queued_ids().len() == 2
     })?;
@@ -180,7 +198,12 @@ pub fn steering_in_the_window(app: &adw::Application) -> Result<(), String> {
         .map(|m| m.text())
         .collect();
     if answers != ["two", "one, edited"] {
-        return Err(format!("the queue went {answers:?}"));
+        let all: Vec<String> = conversation
+            .messages
+            .iter()
+            .map(|m| format!("{}:{:?}:{}", m.id, m.role, m.text()))
+            .collect();
+        return Err(format!("the queue went {answers:?}: {all:?}"));
     }
 
     // Retry after a refusal.

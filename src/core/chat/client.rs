@@ -43,6 +43,16 @@ impl AgentClient for ChatClient {
             chat.elicitation_complete(agent, params);
             return;
         }
+        if method == "auth/status_update" {
+            let v: Value = serde_json::from_str(params.get()).unwrap_or_default();
+            if matches!(
+                v.get("state").and_then(Value::as_str),
+                Some("authenticated" | "not_required")
+            ) {
+                chat.resume_after_sign_in(agent);
+            }
+            return;
+        }
         if method != "session/update" {
             chat.inner
                 .supervisor
@@ -160,7 +170,11 @@ impl ChatService {
     /// Logs a line about an update kind once per agent and kind in a run:
     /// an agent may send thousands.
     pub(super) fn tell_once(&self, agent: &str, kind: &str, line: impl FnOnce() -> String) {
-        let first = lock(&self.inner.unshown).insert((agent.to_owned(), kind.to_owned()));
+        // Bounded: an agent could make up a new kind for every update.
+        let kind: String = kind.chars().take(64).collect();
+        let mut told = lock(&self.inner.unshown);
+        let first = told.len() < 256 && told.insert((agent.to_owned(), kind));
+        drop(told);
         if first {
             self.inner.supervisor.log(agent, line());
         }

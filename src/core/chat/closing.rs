@@ -10,10 +10,11 @@ use super::state::*;
 /// the caller); the other messages of the turn that changed are returned.
 pub(super) fn close_open_tools(c: &mut Conv, current: usize, cancelled: bool) -> Vec<Message> {
     // The turn began after the last user message before its answer (the
-    // queued ones a Cancel dropped come after it).
+    // queued ones a Cancel dropped come after it; one steered into the
+    // turn is inside it).
     let turn_start = c.messages[..current.min(c.messages.len())]
         .iter()
-        .rposition(|m| m.role == Role::User && !m.queued)
+        .rposition(|m| m.role == Role::User && !m.queued && !m.steered)
         .map_or(0, |i| i + 1);
     let mut changed = Vec::new();
     for (mi, m) in c.messages.iter_mut().enumerate().skip(turn_start) {

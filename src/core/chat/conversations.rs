@@ -90,17 +90,17 @@ impl ChatService {
         r.ids.insert(agent.to_owned(), id.clone());
         let config = r.config.clone();
         r.send(Op::Opened {
-            config: config.clone(),
+            config,
             agent: agent.to_owned(),
             conversation: Some(id.clone()),
         });
-        // The new conversation's draft was sent with its first message.
-        r.send(Op::Draft {
-            config,
-            agent: agent.to_owned(),
-            conversation: String::new(),
-            draft: None,
-        });
+        // A fork's link (given before its first message, when it had none).
+        if let Some(from) = &c.forked_from {
+            r.send(Op::ForkedFrom {
+                conversation: id.clone(),
+                json: serde_json::to_string(from).unwrap_or_default(),
+            });
+        }
         c.conversation = Some(id);
         true
     }

@@ -134,16 +134,8 @@ impl ChatService {
                 c.conversation.clone()
             })
         };
-        if let Some(id) = &conversation {
-            let json = serde_json::to_string(&from).unwrap_or_default();
-            self.inner
-                .history
-                .recorder()
-                .send(crate::core::history::Op::ForkedFrom {
-                    conversation: id.clone(),
-                    json,
-                });
-        }
+        // (`give_row` stored the link with the row; an empty fork gets both
+        // with its first message.)
         // The window reads the new conversation's draft when it switches:
         // the transcript waits there to be read and edited.
         if !send && !draft.is_empty() {

@@ -5,6 +5,14 @@
 
 use super::state::*;
 
+/// Runs `change` on the messages, then finds the answer being streamed
+/// again by its id (its index may have moved).
+pub(super) fn keeping_current(c: &mut Conv, change: impl FnOnce(&mut Conv)) {
+    let id = c.current.and_then(|i| c.messages.get(i)).map(|m| m.id.clone());
+    change(c);
+    c.current = id.and_then(|id| c.messages.iter().rposition(|m| m.id == id));
+}
+
 /// What `EditQueued` changes in a queued message.
 #[derive(Debug, Clone, Default, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -42,9 +50,11 @@ impl ChatService {
             .ok_or_else(|| ChatError::NotQueued(id.to_owned()))?;
         if edit.delete {
             c.queue.remove(at);
-            if let Some(i) = c.messages.iter().rposition(|m| m.id == id) {
-                c.messages.remove(i);
-            }
+            keeping_current(c, |c| {
+                if let Some(i) = c.messages.iter().rposition(|m| m.id == id) {
+                    c.messages.remove(i);
+                }
+            });
             self.emit(Event::MessageRemoved(events::MessageRemoved {
                 agent: agent.to_owned(),
                 message_id: id.to_owned(),
@@ -77,19 +87,21 @@ impl ChatService {
             c.queue.insert(to, id);
         }
         let order: Vec<String> = c.queue.iter().cloned().collect();
-        let mut queued: Vec<Message> = Vec::new();
-        c.messages.retain(|m| {
-            let waits = m.queued && order.contains(&m.id);
-            if waits {
-                queued.push(m.clone());
+        keeping_current(c, |c| {
+            let mut queued: Vec<Message> = Vec::new();
+            c.messages.retain(|m| {
+                let waits = m.queued && order.contains(&m.id);
+                if waits {
+                    queued.push(m.clone());
+                }
+                !waits
+            });
+            for id in &order {
+                if let Some(i) = queued.iter().position(|m| &m.id == id) {
+                    c.messages.push(queued.swap_remove(i));
+                }
             }
-            !waits
         });
-        for id in &order {
-            if let Some(i) = queued.iter().position(|m| &m.id == id) {
-                c.messages.push(queued.swap_remove(i));
-            }
-        }
         self.emit(Event::QueueChanged(events::QueueChanged {
             agent: agent.to_owned(),
             queue: order,
@@ -104,6 +116,14 @@ impl ChatService {
             ..QueueEdit::default()
         };
         self.edit_queued(agent, id, edit)?;
+        // The turn that ran may have ended meanwhile and this one begun:
+        // it is not the one to cancel.
+        let still_waits = lock(&self.inner.convs)
+            .get(agent)
+            .is_some_and(|c| c.queue.front().is_some_and(|q| q == id));
+        if !still_waits {
+            return Ok(());
+        }
         self.cancel_turn(agent, true)
     }
 

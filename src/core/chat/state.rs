@@ -94,6 +94,9 @@ pub(super) struct Conv {
     /// `steered` is told each time one is.
     pub(super) steering: u32,
     pub(super) steered: Arc<tokio::sync::Notify>,
+    /// The turn's `session/prompt` is on its way: only then may a steering
+    /// prompt follow it.
+    pub(super) prompt_sent: bool,
     /// Where the conversation was forked from (`Fork`).
     pub(super) forked_from: Option<crate::core::history::places::ForkedFrom>,
     /// The last turn's answer, until the user has seen it (`MarkSeen`).

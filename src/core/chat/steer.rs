@@ -42,8 +42,8 @@ impl ChatService {
         let (sid, answer_id) = {
             let mut convs = lock(&self.inner.convs);
             let c = convs.get_mut(agent).ok_or(ChatError::NotAnswering)?;
-            let (Some((sid, generation)), Some(current), Some(_), false) =
-                (c.session.clone(), c.current, c.give_up.as_ref(), c.cancelling)
+            let (Some((sid, generation)), Some(current), true, false) =
+                (c.session.clone(), c.current, c.prompt_sent, c.cancelling)
             else {
                 return Err(ChatError::NotAnswering);
             };
@@ -60,11 +60,19 @@ impl ChatService {
             message.parts.push(Part::Text {
                 text: text.to_owned(),
             });
+            message.steered = true;
             let mut answer = Message::new(self.next_id("m"), agent, Role::Agent);
             answer.done = false;
-            c.messages.push(message.clone());
-            c.messages.push(answer.clone());
-            c.current = Some(c.messages.len() - 1);
+            // Before the queued messages, which stay the conversation's last.
+            let at = c
+                .messages
+                .iter()
+                .position(|m| m.queued)
+                .filter(|&q| q > current)
+                .unwrap_or(c.messages.len());
+            c.messages.insert(at, answer.clone());
+            c.messages.insert(at, message.clone());
+            c.current = Some(at + 1);
             c.steering += 1;
             self.emit_message(&message);
             self.emit_message(&answer);
@@ -73,6 +81,7 @@ impl ChatService {
         let this = self.clone();
         let agent = agent.to_owned();
         let text = text.to_owned();
+        let steered = id.clone();
         tokio::spawn(async move {
             let answer = match this.inner.supervisor.connection(&agent) {
                 Some((conn, _)) => calls::prompt(&conn, &sid, vec![acp::ContentBlock::from(text)])
@@ -81,17 +90,28 @@ impl ChatService {
                     .map_err(|e| e.to_string()),
                 None => Err(gettext("the agent stopped")),
             };
+            let mut refused = None;
+            let mut convs = lock(&this.inner.convs);
+            if let Some(c) = convs.get_mut(&agent) {
+                c.steering = c.steering.saturating_sub(1);
+                c.steered.notify_waiters();
+                // The user sees that it did not reach the agent.
+                if let Err(why) = &answer {
+                    if let Some(m) = c.messages.iter_mut().rev().find(|m| m.id == steered) {
+                        m.error = Some(why.clone());
+                        refused = Some(m.clone());
+                    }
+                }
+            }
+            drop(convs);
             if let Err(why) = answer {
                 this.inner
                     .supervisor
                     .log(&agent, format!("parley: a steering message was refused: {why}"));
             }
-            let mut convs = lock(&this.inner.convs);
-            if let Some(c) = convs.get_mut(&agent) {
-                c.steering = c.steering.saturating_sub(1);
-                c.steered.notify_waiters();
+            if let Some(m) = refused {
+                this.emit_message(&m);
             }
-            drop(convs);
             tracing::debug!(agent, answer_id, "steering answered");
         });
         Ok(id)

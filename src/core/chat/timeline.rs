@@ -144,7 +144,12 @@ impl Conv {
             },
             None => (self.new_part_at(agent, next_id), Compaction::new(id)),
         };
+        let before = compaction.clone();
         change(&mut compaction);
+        // A chunk past the summary's limit changes nothing: nothing is sent.
+        if found.is_some() && compaction == before {
+            return;
+        }
         self.put_part(agent, at, Part::Compaction(compaction), out);
     }
 }

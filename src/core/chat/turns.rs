@@ -71,6 +71,8 @@ impl ChatService {
             (start, created)
         };
         if created {
+            // The new conversation's draft went with its first message.
+            self.set_draft_of(agent, "", Default::default())?;
             self.conversations_changed(agent);
         }
         if start {
@@ -251,10 +253,28 @@ impl ChatService {
         // (a file write or a command of the agent's does).
         // Dropping the prompt's future (Cancel not answered in time) sends
         // `$/cancel_request` for it.
-        let answer = tokio::select! {
-            biased;
-            r = calls::prompt(conn, &session, blocks) => Some(r),
-            _ = give_up.notified() => None,
+        let prompt = calls::prompt(conn, &session, blocks);
+        tokio::pin!(prompt);
+        // One poll puts the request on its way: a steering prompt may follow
+        // it from then on, and never go before it.
+        let mut early = None;
+        std::future::poll_fn(|cx| {
+            if let std::task::Poll::Ready(r) = std::future::Future::poll(prompt.as_mut(), cx) {
+                early = Some(r);
+            }
+            std::task::Poll::Ready(())
+        })
+        .await;
+        if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
+            c.prompt_sent = true;
+        }
+        let answer = match early {
+            Some(r) => Some(r),
+            None => tokio::select! {
+                biased;
+                r = &mut prompt => Some(r),
+                _ = give_up.notified() => None,
+            },
         };
         // Messages steered into the turn are answered within it.
         if answer.is_some() {
@@ -262,6 +282,7 @@ impl ChatService {
         }
         if let Some(c) = lock(&self.inner.convs).get_mut(agent) {
             c.give_up = None;
+            c.prompt_sent = false;
             self.unstall(agent, c);
         }
         let Some(answer) = answer else {

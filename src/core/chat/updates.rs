@@ -104,9 +104,9 @@ impl Conv {
             U::AgentMessageChunk(chunk) => {
                 // A new `messageId` starts a new message of the agent's:
                 // its text goes to a part of its own.
-                let new_message = self.chunk_message(chunk.message_id.as_ref());
                 let text = message::into_text(chunk.content);
                 if !text.is_empty() {
+                    let new_message = self.chunk_message(chunk.message_id.as_ref());
                     self.append_text(agent, false, new_message, text, next_id, out)
                 }
             }
@@ -224,7 +224,7 @@ impl Conv {
         let turn_start = if this_turn {
             c.messages
                 .iter()
-                .rposition(|m| m.role == Role::User && !m.queued)
+                .rposition(|m| m.role == Role::User && !m.queued && !m.steered)
                 .map_or(0, |i| i + 1)
         } else {
             0
@@ -289,6 +289,7 @@ pub(super) fn target_message<'a>(
 ) -> (usize, &'a mut Message) {
     let i = match c
         .current
+        .filter(|&i| i < c.messages.len())
         .or_else(|| c.messages.iter().rposition(|m| m.role == Role::Agent))
     {
         Some(i) => i,

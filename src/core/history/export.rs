@@ -85,7 +85,11 @@ pub fn markdown(title: &str, agent: &str, messages: &[Message]) -> String {
                     let _ = writeln!(out, "> **{}**: {}{detail}\n", n.severity, n.title);
                 }
                 Part::Compaction(c) => {
-                    let _ = writeln!(out, "---\n\n*The agent compacted the conversation.*\n");
+                    let _ = writeln!(
+                        out,
+                        "---\n\n*{}*\n",
+                        gettext("The agent compacted the conversation")
+                    );
                     for line in c.summary.lines() {
                         let _ = writeln!(out, "> {line}");
                     }

@@ -162,12 +162,13 @@ impl AgentHandler {
 
 impl Handler for AgentHandler {
     fn notification(&self, method: &str, params: &RawValue) {
+        // The sign-in mark is the supervisor's; the chat then sends the
+        // messages that waited for a sign-in (below).
         if method == "auth/status_update" {
             if let Some(s) = self.supervisor() {
                 let v: serde_json::Value = serde_json::from_str(params.get()).unwrap_or_default();
                 s.take_auth_state(&self.agent, v.get("state").and_then(serde_json::Value::as_str));
             }
-            return;
         }
         match self.supervisor().and_then(|s| s.client()) {
             Some(client) => client.notification(&self.agent, method, params),

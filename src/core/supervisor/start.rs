@@ -106,8 +106,11 @@ impl AgentService {
         let outcome = self.spawn_and_handshake(&def, generation, logs.clone()).await;
         // Decide under the lock; the stop sequence runs after it is released.
         let (result, to_stop) = self.settle_start(&name, generation, outcome);
+        // Asked on the side: an agent slow to answer it delays nothing.
         if result.is_ok() {
-            self.ask_auth_status(&name).await;
+            let this = self.clone();
+            let agent = name.clone();
+            tokio::spawn(async move { this.ask_auth_status(&agent).await });
         }
         if let Some((running, trigger)) = to_stop {
             match trigger {

@@ -22,6 +22,10 @@ pub struct Message {
     pub parts: Vec<Part>,
     pub done: bool,
     pub queued: bool,
+    /// A user message sent into a running turn (`Steer`): the turn began
+    /// before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub steered: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stop_reason: Option<acp::StopReason>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -61,6 +65,7 @@ impl Message {
             parts: Vec::new(),
             done: true,
             queued: false,
+            steered: false,
             stop_reason: None,
             error: None,
             code: None,

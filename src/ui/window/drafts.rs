@@ -32,6 +32,8 @@ impl ParleyWindow {
         if imp.draft_loading.get() {
             return;
         }
+        // Typed: what the composer holds is the draft now.
+        imp.draft_read.set(true);
         if let Some(old) = imp.draft_timer.take() {
             old.remove();
         }
@@ -59,6 +61,11 @@ impl ParleyWindow {
         let Some((agent, key)) = imp.draft_for.borrow().clone() else {
             return;
         };
+        // Not read yet, and nothing typed: the composer's emptiness is not
+        // the draft (moving on quickly would delete it).
+        if !imp.draft_read.get() {
+            return;
+        }
         let draft = Draft {
             text: self.composer_text(),
             anchor: imp.conversation_view.top_message(),
@@ -81,6 +88,7 @@ impl ParleyWindow {
         }
         self.flush_draft();
         imp.draft_for.replace(key.clone());
+        imp.draft_read.set(false);
         self.set_composer_text("");
         let Some((agent, key)) = key else { return };
         let conversation = agent.conversation().clone();
@@ -93,10 +101,10 @@ impl ParleyWindow {
                     let imp = win.imp();
                     // Still the same conversation, and nothing typed since.
                     let current = imp.draft_for.borrow().clone();
-                    if current.is_none_or(|(a, k)| a != agent || k != key) || !win.composer_text().is_empty()
-                    {
+                    if current.is_none_or(|(a, k)| a != agent || k != key) || imp.draft_read.get() {
                         return;
                     }
+                    imp.draft_read.set(true);
                     win.set_composer_text(&draft.text);
                     if let Some(anchor) = draft.anchor {
                         win.go_back_to(&agent, anchor);
@@ -104,6 +112,13 @@ impl ParleyWindow {
                 }
             ),
         );
+    }
+
+    /// Puts `text` in the composer as the shown conversation's draft (a
+    /// fork's transcript), whatever its stored draft says.
+    pub(super) fn take_draft(&self, text: &str) {
+        self.imp().draft_read.set(true);
+        self.set_composer_text(text);
     }
 
     fn set_composer_text(&self, text: &str) {

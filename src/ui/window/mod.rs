@@ -107,6 +107,9 @@ pub mod imp {
         pub draft_for: RefCell<Option<(AgentObject, String)>>,
         /// The draft is kept when this fires.
         pub draft_timer: RefCell<Option<glib::SourceId>>,
+        /// The shown conversation's draft was read (or typed over): only
+        /// then is the composer's text kept as its draft.
+        pub draft_read: std::cell::Cell<bool>,
         /// The composer's text is being set to a draft (not a change to keep).
         pub draft_loading: std::cell::Cell<bool>,
         /// The find bar's matches (message ids, in order) and which is shown.

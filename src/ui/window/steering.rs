@@ -100,7 +100,10 @@ impl ParleyWindow {
         });
         self.message_action("queued-edit", |win, agent, id| win.ask_edit_queued(agent, id));
         self.message_action("edit-message", |win, agent, id| {
-            let text = agent.conversation().message_text(&id);
+            let text = agent
+                .conversation()
+                .message_text(&id)
+                .filter(|t| !t.trim().is_empty());
             win.fork(&agent, Some(id), text);
         });
         let fork = gio::SimpleAction::new("fork-conversation", None);
@@ -154,6 +157,16 @@ impl ParleyWindow {
                 self,
                 move |r: Result<Forked, String>| match r {
                     Ok(forked) => {
+                        // Shown now (its event may come later), with its
+                        // draft: also where no history keeps drafts.
+                        if let Some(agent) = win.selected_object() {
+                            let c = agent.conversation();
+                            if let Ok((conv, _)) = win.core().chat.conversation_tail(&agent.name(), 0) {
+                                c.apply_switched(conv.id.as_deref(), conv.read_only.as_deref());
+                            }
+                            win.show_draft(Some(&agent));
+                        }
+                        win.take_draft(&forked.draft);
                         let said = if forked.mode == "session" {
                             gettext("Forked: the agent goes on with all it knew")
                         } else {
