@@ -155,17 +155,20 @@ impl ParleyWindow {
             glib::clone!(
                 #[weak(rename_to = win)]
                 self,
+                #[strong]
+                agent,
                 move |r: Result<Forked, String>| match r {
+                    // The user went on to another agent meanwhile: the fork
+                    // is there, with its draft, when they come back.
+                    Ok(_) if win.selected_object().as_ref() != Some(&agent) => {}
                     Ok(forked) => {
                         // Shown now (its event may come later), with its
                         // draft: also where no history keeps drafts.
-                        if let Some(agent) = win.selected_object() {
-                            let c = agent.conversation();
-                            if let Ok((conv, _)) = win.core().chat.conversation_tail(&agent.name(), 0) {
-                                c.apply_switched(conv.id.as_deref(), conv.read_only.as_deref());
-                            }
-                            win.show_draft(Some(&agent));
+                        let c = agent.conversation();
+                        if let Ok((conv, _)) = win.core().chat.conversation_tail(&agent.name(), 0) {
+                            c.apply_switched(conv.id.as_deref(), conv.read_only.as_deref());
                         }
+                        win.show_draft(Some(&agent));
                         win.take_draft(&forked.draft);
                         let said = if forked.mode == "session" {
                             gettext("Forked: the agent goes on with all it knew")
