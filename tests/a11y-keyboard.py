@@ -22,8 +22,8 @@ with `ok` or `FAILED: reason`.
                             key; Enter in it signs in, and "Signed in to"
                             is heard (with a keyring: PARLEY_TEST_KEYRING).
   a11y-keyboard.py steering A notice is heard ("Warning: Rate limited"); while
-                            the agent answers, Ctrl+Enter steers it (the
-                            Steer button is named and shown); a message
+                            the agent answers, Tab from the message reaches
+                            the named Steer button, and Space steers it; a message
                             queued with Enter is reached with Shift+Tab,
                             the arrows and Tab, its actions are named Tab
                             stops, and its Send Now (Space) is heard.
@@ -106,6 +106,10 @@ def press(step, wait=0.4):
     mods = [MODIFIERS[m] for m in parts[:-1]]
     for m in mods:
         pyatspi.Registry.generateKeyboardEvent(m, None, pyatspi.KEY_PRESS)
+    if mods:
+        # The modifier is down before the key (synthesized events can
+        # otherwise arrive as a plain key).
+        time.sleep(0.1)
     if len(key) == 1 or Gdk.keyval_from_name(key) not in (0, 0xFFFFFF):
         pyatspi.Registry.generateKeyboardEvent(Gdk.keyval_from_name(key), None, pyatspi.KEY_SYM)
     for m in reversed(mods):
@@ -526,18 +530,34 @@ def steering():
         fail(f"the notice was not heard: {HEARD[-6:]}")
     say("heard: Warning: Rate limited")
     wait_for("the timeline's end", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "Send"), 30)
-    # Steer: Ctrl+Enter while the agent answers.
-    type_text("slow 60 50")
+    # Steer, while the agent answers (`wait`: until cancelled).
+    type_text("wait")
     press("Return", 0.8)
-    say(f"typed into: {describe(focused(frame))}")
     steer = wait_for("the Steer button", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "Steer"), 10)
     say(f"steer: {describe(steer)}")
-    wait_for("the answer", lambda: find(frame, lambda n: "chunk 1" in (n.name or "")), 10)
+    wait_for("the answer", lambda: find(frame, lambda n: (n.name or "").startswith("Demo Agent: .")), 10)
     type_text("use tabs")
-    press("ctrl+Return", 0.8)
-    wait_for("the steer taken", lambda: find(frame, lambda n: "Steered: use tabs" in (n.name or "")), 20)
+    # To the Steer button beside Stop (Tab from the message), then Space.
+    node = None
+    for _ in range(4):
+        press("Tab", 0.3)
+        node = focused(frame)
+        if node is not None and node.name == "Steer":
+            break
+    if node is None or node.name != "Steer":
+        fail(f"Tab from the message did not reach Steer: {describe(node)}")
+    press("space", 0.8)
+    deadline = time.time() + 20
+    while not find(frame, lambda n: "Steered: use tabs" in (n.name or "")):
+        if time.time() > deadline:
+            rows = []
+            find(frame, lambda n: rows.append(describe(n)) if n.getRoleName() in ("list item", "text", "push button") else False)
+            fail(f"the steer was not taken; focus {describe(focused(frame))}; heard {HEARD[-4:]}; {rows[-25:]}")
+        time.sleep(0.2)
     say("steered")
-    # The turn's end: Stop is Send again.
+    # Back to the message; Escape stops the turn.
+    press("shift+Tab", 0.4)
+    press("Escape", 0.8)
     wait_for("the steered turn's end", lambda: find(frame, lambda n: n.getRoleName() == "push button" and n.name == "Send"), 30)
     # The queue: a message sent while the agent answers waits; its Send Now
     # is reached by the keyboard.

@@ -11,8 +11,13 @@ impl ParleyWindow {
         self.selected_agent().and_then(|n| self.agent(&n))
     }
 
-    /// A window action with a string target (a conversation id).
-    fn conversation_action(&self, name: &str, run: impl Fn(&ParleyWindow, AgentObject, String) + 'static) {
+    /// A window action on the selected agent with a string target (a
+    /// conversation's or a message's id).
+    pub(super) fn conversation_action(
+        &self,
+        name: &str,
+        run: impl Fn(&ParleyWindow, AgentObject, String) + 'static,
+    ) {
         let action = gio::SimpleAction::new(name, Some(glib::VariantTy::STRING));
         action.connect_activate(glib::clone!(
             #[weak(rename_to = win)]

@@ -8,24 +8,6 @@ use super::*;
 use crate::core::chat::{Forked, QueueEdit};
 
 impl ParleyWindow {
-    /// A window action on a message of the selected agent's conversation
-    /// (the target is the message's id).
-    fn message_action(&self, name: &str, run: impl Fn(&ParleyWindow, AgentObject, String) + 'static) {
-        let action = gio::SimpleAction::new(name, Some(glib::VariantTy::STRING));
-        action.connect_activate(glib::clone!(
-            #[weak(rename_to = win)]
-            self,
-            move |_, param| {
-                if let (Some(agent), Some(id)) =
-                    (win.selected_object(), param.and_then(|p| p.get::<String>()))
-                {
-                    run(&win, agent, id);
-                }
-            }
-        ));
-        self.add_action(&action);
-    }
-
     /// A toast for an error, nothing for success.
     fn or_toast(&self) -> impl FnOnce(Result<(), String>) + 'static {
         self.done_saying(None)
@@ -82,13 +64,13 @@ impl ParleyWindow {
     }
 
     pub(super) fn setup_steering(&self) {
-        self.message_action("queued-send-now", |win, agent, id| {
+        self.conversation_action("queued-send-now", |win, agent, id| {
             let said = gettext("Sent now; the running answer was stopped");
             agent.conversation().send_now(&id, win.done_saying(Some(said)));
         });
-        self.message_action("queued-up", |win, agent, id| win.move_queued(&agent, &id, -1));
-        self.message_action("queued-down", |win, agent, id| win.move_queued(&agent, &id, 1));
-        self.message_action("queued-remove", |win, agent, id| {
+        self.conversation_action("queued-up", |win, agent, id| win.move_queued(&agent, &id, -1));
+        self.conversation_action("queued-down", |win, agent, id| win.move_queued(&agent, &id, 1));
+        self.conversation_action("queued-remove", |win, agent, id| {
             let edit = QueueEdit {
                 delete: true,
                 ..QueueEdit::default()
@@ -98,8 +80,8 @@ impl ParleyWindow {
                 .conversation()
                 .edit_queued(&id, edit, win.done_saying(Some(said)));
         });
-        self.message_action("queued-edit", |win, agent, id| win.ask_edit_queued(agent, id));
-        self.message_action("edit-message", |win, agent, id| {
+        self.conversation_action("queued-edit", |win, agent, id| win.ask_edit_queued(agent, id));
+        self.conversation_action("edit-message", |win, agent, id| {
             let text = agent
                 .conversation()
                 .message_text(&id)
