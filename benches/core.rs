@@ -18,6 +18,8 @@
 //! - checkpoints: snapshots of a 10,000-file / 200 MB tree against git's own
 //!   `add -A && write-tree`, the time added before a prompt, a turn's
 //!   Changes (see `core/checkpoints.rs`).
+//! - remote: 20 agents started at once on one host over ssh; floor: the
+//!   same 20 here (see `core/remote.rs`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -32,6 +34,9 @@ mod figures;
 
 #[path = "core/checkpoints.rs"]
 mod checkpoints_bench;
+
+#[path = "core/remote.rs"]
+mod remote_bench;
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -673,6 +678,9 @@ fn main() {
     }
     if run("checkpoints") {
         checkpoints_bench::bench();
+    }
+    if run("remote") {
+        remote_bench::bench();
     }
     if run("history") {
         bench_history();

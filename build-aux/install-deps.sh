@@ -10,7 +10,7 @@ packages=(
   meson ninja-build desktop-file-utils appstream-util gettext
   xvfb xauth dbus python3-venv python3-pyatspi at-spi2-core
   libvte-2.91-gtk4-dev gnome-keyring libsqlite3-dev libsoup-3.0-dev glib-networking
-  git
+  git openssh-client openssh-server
 )
 
 missing=()

@@ -32,8 +32,12 @@
 //!     ([`core::supervisor::process`]) beneath a guardian
 //!     ([`core::supervisor::guardian`]), limits and the idle check; its
 //!     `impl` is split along its seams: start, stop, handler, logs, idle,
-//!     sign-in state, login terminals. `TerminalService`
+//!     sign-in state, login terminals, hosts (the held ssh connection and
+//!     the helper there, for agents on other hosts). `TerminalService`
 //!     ([`core::supervisor::terminals`]): the ACP terminal capability.
+//!   - [`core::remote`]: an agent's `host` (ssh, toolbox, distrobox,
+//!     podman) and Parley's helper on the far side
+//!     ([`core::remote::helper`]): the agent, its files and terminals there.
 //!   - [`core::chat`]: `ChatService`: conversations, turns, permissions,
 //!     elicitation (forms checked against their schema, links), hung turns
 //!     (the silence watch, a Cancel's grace), session options, the inbox,

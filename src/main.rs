@@ -16,6 +16,7 @@ fn configured_language() -> Option<String> {
 
 fn main() -> gtk::glib::ExitCode {
     parley::core::supervisor::guardian::run_if_asked();
+    parley::core::remote::helper::run_if_asked();
     parley::demo_agent::run_if_asked();
     parley::logging::init();
     parley::i18n::apply_language(configured_language().as_deref());

@@ -2218,6 +2218,10 @@ mod real_agents;
 mod changes;
 #[path = "ui/pickers_fit.rs"]
 mod pickers_fit;
+#[path = "ui/remote.rs"]
+mod remote;
+#[path = "integration/sshd.rs"]
+mod sshd;
 #[path = "ui/steering.rs"]
 mod steering;
 
@@ -2332,11 +2336,43 @@ fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
     style.set_color_scheme(adw::ColorScheme::Default);
     dialog.set_default_size(720, 760);
     let search = descendant_search_entry(dialog.upcast_ref()).ok_or("no search entry")?;
+
+    // Run on Another Host (issue 44): what is typed there goes with Add; a
+    // host Parley cannot read is refused in the dialog, which stays open.
+    let expander = descendants::<adw::ExpanderRow>(dialog.upcast_ref())
+        .into_iter()
+        .next()
+        .ok_or("no Run on Another Host")?;
+    expander.set_enable_expansion(true);
+    expander.set_expanded(true);
+    let entries = descendants::<adw::EntryRow>(dialog.upcast_ref());
+    let [host, folder] = entries.as_slice() else {
+        return Err(format!("{} entries under Run on Another Host", entries.len()));
+    };
+    host.set_text("ssh://-oProxyCommand=x");
+    folder.set_text("/home/me/src/app");
+    search.set_text("gemini");
+    spin(Duration::from_millis(400));
+    save_png(&dialog, "44-add-agent-to-host")?;
+    let add = buttons(dialog.upcast_ref())
+        .into_iter()
+        .find(|b| b.is_mapped() && b.label().as_deref() == Some("_Add"))
+        .ok_or("no Add button for Gemini")?;
+    add.emit_clicked();
+    spin_until("the host refused", Duration::from_secs(10), || {
+        texts(dialog.upcast_ref())
+            .iter()
+            .any(|t| t.contains("is not a name Parley can pass on"))
+    })?;
+    if !dialog.is_visible() {
+        return Err("the dialog closed on a refused host".into());
+    }
+    expander.set_enable_expansion(false);
     search.set_text("sign-in demo");
     spin_until("one row left", Duration::from_secs(5), || {
         descendants::<adw::ActionRow>(dialog.upcast_ref())
             .iter()
-            .filter(|r| r.is_child_visible())
+            .filter(|r| r.is_child_visible() && r.ancestor(adw::ExpanderRow::static_type()).is_none())
             .count()
             == 1
     })?;
@@ -3108,6 +3144,7 @@ fn main() {
             "ui::steering_by_keyboard_and_screen_reader",
             steering::steering_by_keyboard_and_screen_reader,
         ),
+        ("ui::an_agent_on_another_host", remote::an_agent_on_another_host),
         ("ui::claude_pickers", claude_pickers),
         ("ui::claude_full_turn", real_agents::claude_full_turn),
         (

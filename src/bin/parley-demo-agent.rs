@@ -5,5 +5,8 @@
 
 fn main() {
     parley::core::supervisor::guardian::run_if_asked();
+    parley::core::remote::helper::run_if_asked();
+    // A copy of this program on another host is started so by the helper.
+    parley::demo_agent::run_if_asked();
     parley::demo_agent::main(std::env::args().skip(1).collect());
 }

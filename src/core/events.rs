@@ -108,6 +108,9 @@ pub struct AgentStateChanged {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     pub outdated: bool,
+    /// Where the agent runs (its `host`), when not here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

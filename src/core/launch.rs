@@ -56,7 +56,8 @@ pub async fn login_shell_path(limit: Duration) -> Option<&'static str> {
     }
 }
 
-fn read_login_shell_path() -> Option<String> {
+/// The login shell's PATH, read now (blocking, at most 3 s).
+pub fn read_login_shell_path() -> Option<String> {
     let shell = std::env::var("SHELL")
         .ok()
         .filter(|s| !s.is_empty())
@@ -166,7 +167,10 @@ pub fn bundled(command: &str) -> Option<(PathBuf, Vec<String>)> {
     }
     let exe = std::env::current_exe().ok()?;
     let name = exe.file_name()?.to_str()?;
-    matches!(name, "parley" | "parley-cli").then(|| (exe.clone(), vec![crate::demo_agent::FLAG.to_owned()]))
+    // On another host, Parley's helper (a copy of one of its programs) is
+    // the demo agent too.
+    (matches!(name, "parley" | "parley-cli") || name.starts_with("parley-helper-"))
+        .then(|| (exe.clone(), vec![crate::demo_agent::FLAG.to_owned()]))
 }
 
 /// How to install the agents Parley knows, by their command.

@@ -16,6 +16,7 @@ pub mod home;
 pub mod launch;
 pub mod links;
 pub mod registry;
+pub mod remote;
 pub mod secrets;
 pub mod services;
 pub mod supervisor;

@@ -321,7 +321,16 @@ impl Core {
                     .list(params.first().and_then(Value::as_bool).unwrap_or(false))
                     .await,
             )),
-            "RegistryService.Add" => Ok(Value::String(self.registry.add(&s(0)?).await?)),
+            "RegistryService.Add" => {
+                // `{host, cwd}`: the agent runs there (see `RegistryService::add_to`).
+                let place = params.get(1).filter(|p| p.is_object()).map(|p| {
+                    (
+                        p["host"].as_str().unwrap_or_default().to_owned(),
+                        p["cwd"].as_str().unwrap_or_default().to_owned(),
+                    )
+                });
+                Ok(Value::String(self.registry.add_to(&s(0)?, place).await?))
+            }
             "RegistryService.Update" => {
                 let id = params.first().and_then(Value::as_str);
                 Ok(json!(self.registry.update(id).await?))

@@ -132,6 +132,8 @@ The model option's value demo-unavailable is always refused.
   terminal-colors      a tool call showing a terminal with coloured output
   terminal-flood BYTES a tool call showing a terminal that prints BYTES bytes
   terminal-race        four terminal/create written at once; says how many were made
+  terminal-run SCRIPT  run sh -c SCRIPT in a client terminal; say its exit
+                       code and output
   terminal-orphan MARK a terminal whose command leaves a grandchild (its
                        environment holds MARK), then wait a minute
   broken-chunks        chunks with a split surrogate pair, invalid UTF-8 and

@@ -172,6 +172,11 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
             agent.chunk(&sid, "agent_message_chunk", &said);
             "end_turn".to_string()
         }
+        "terminal-run" => {
+            let said = terminals::run(&agent, &sid, &rest(1)).await;
+            agent.chunk(&sid, "agent_message_chunk", &said);
+            "end_turn".to_string()
+        }
         "terminal-orphan" => {
             let said = terminals::orphan(&agent, &sid, w.get(1).copied().unwrap_or("")).await;
             agent.chunk(&sid, "agent_message_chunk", &said);

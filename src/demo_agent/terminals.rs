@@ -1,5 +1,5 @@
 //! The demo agent's use of the client's terminals (prompt keywords
-//! `terminals`, `terminal-colors` and `terminal-orphan MARK`).
+//! `terminals`, `terminal-colors`, `terminal-run` and `terminal-orphan MARK`).
 
 use std::time::Duration;
 
@@ -178,6 +178,26 @@ pub async fn orphan(agent: &Agent, sid: &str, mark: &str) -> String {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
             "waited".into()
+        }
+        Err(e) => e,
+    }
+}
+
+/// `terminal-run SCRIPT`: runs `sh -c SCRIPT` in a terminal of the
+/// client's (in the cwd); says its exit code and output.
+pub async fn run(agent: &Agent, sid: &str, script: &str) -> String {
+    match create(agent, sid, "sh", &["-c", script], json!({})).await {
+        Ok(id) => {
+            show(agent, sid, "term-run", script, &id, "in_progress");
+            let exit = call(agent, sid, "terminal/wait_for_exit", &id).await;
+            let out = call(agent, sid, "terminal/output", &id).await;
+            show(agent, sid, "term-run", script, &id, "completed");
+            call(agent, sid, "terminal/release", &id).await;
+            format!(
+                "exit {} output {:?}",
+                exit.get("exitCode").unwrap_or(&Value::Null),
+                out.get("output").and_then(Value::as_str).unwrap_or_default()
+            )
         }
         Err(e) => e,
     }

@@ -379,12 +379,18 @@ pub struct Serve {
 
 impl Serve {
     pub fn start(dir: &std::path::Path, config: &std::path::Path) -> Serve {
+        Serve::start_with(dir, config, &[])
+    }
+
+    /// As `start`, with `env` added to serve's environment.
+    pub fn start_with(dir: &std::path::Path, config: &std::path::Path, env: &[(String, String)]) -> Serve {
         use std::io::BufRead;
         let mut child = std::process::Command::new(cli())
             .args(["serve", "--config"])
             .arg(config)
             .env("XDG_STATE_HOME", dir)
             .env("XDG_DATA_HOME", dir)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()

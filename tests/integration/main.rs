@@ -25,6 +25,8 @@ mod real_claude;
 mod real_codex;
 mod real_gemini;
 mod registry;
+mod remote;
+mod sshd;
 mod steering;
 mod supervisor;
 mod terminals;

@@ -563,3 +563,84 @@ fn a_cancelled_install_leaves_nothing_and_a_registry_offline_falls_back() {
     assert_eq!(list["source"], "bundled", "{list}");
     assert!(listed(&list, "gemini")["version"].is_string(), "{list}");
 }
+
+/// Add Agent to a host (issue 44): an npx package is added with its `host`
+/// and `cwd`, nothing installed here; a download-only agent, a host Parley
+/// cannot read and a relative cwd are refused, and nothing is written.
+#[test]
+fn an_npx_agent_is_added_to_another_host_and_a_download_is_refused() {
+    let env = Env::new();
+    std::fs::write(env.config(), COMMENTED).expect("config");
+    env.registry(&[
+        json!({"id": "npx-demo", "name": "Demo through npx", "version": "1.0.0",
+            "description": "d", "license": "MIT", "repository": "https://example.invalid/x",
+            "distribution": {"npx": {"package": "@demo/agent@1.0.0", "args": ["--acp"]}}}),
+        binary_entry("bin-only", "1.0.0", &env.server.url("/none.tar.gz"), None),
+    ]);
+    let mut child = env
+        .command(&["serve"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("serve");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel::<Value>();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                let _ = tx.send(v);
+            }
+        }
+    });
+    let mut call = |id: u64, params: Value| {
+        writeln!(
+            stdin,
+            "{}",
+            json!({"id": id, "method": "RegistryService.Add", "params": params})
+        )
+        .expect("write");
+        loop {
+            let v = rx.recv_timeout(Duration::from_secs(20)).expect("in time");
+            if v["id"] == id {
+                return v;
+            }
+        }
+    };
+    let place = json!({"host": "ssh://me@devbox:2222", "cwd": "/srv/app"});
+    let added = call(1, json!(["npx-demo", place]));
+    assert_eq!(added["result"], "npx-demo-devbox", "{added}");
+    let text = std::fs::read_to_string(env.config()).expect("config");
+    assert!(
+        text.contains("\"host\": \"ssh://me@devbox:2222\"") && text.contains("\"cwd\": \"/srv/app\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"command\": \"npx\"") && text.contains("keep this"),
+        "{text}"
+    );
+    assert!(!env.data().join("npx-demo").exists(), "nothing is installed here");
+    // The same host again: already there; here: still possible.
+    let again = call(2, json!(["npx-demo", place]));
+    assert!(again["error"].to_string().contains("already added"), "{again}");
+    for (id, params, expected) in [
+        (3, json!(["bin-only", place]), "only as a download"),
+        (
+            4,
+            json!(["npx-demo", {"host": "ssh://-oProxyCommand=x", "cwd": "/srv"}]),
+            "not a name",
+        ),
+        (
+            5,
+            json!(["npx-demo", {"host": "toolbox://f41", "cwd": "src"}]),
+            "absolute cwd",
+        ),
+    ] {
+        let before = std::fs::read_to_string(env.config()).expect("config");
+        let refused = call(id, params);
+        assert!(refused["error"].to_string().contains(expected), "{refused}");
+        assert_eq!(std::fs::read_to_string(env.config()).expect("config"), before);
+    }
+    drop(stdin);
+    let _ = child.wait();
+}

@@ -16,6 +16,7 @@ use common::*;
 
 fn main() -> ExitCode {
     parley::core::supervisor::guardian::run_if_asked();
+    parley::core::remote::helper::run_if_asked();
     parley::demo_agent::run_if_asked();
     parley::logging::init();
     parley::i18n::init(parley::i18n::LOCALEDIR);

@@ -309,7 +309,18 @@ impl ChatService {
                     .supervisor
                     .settled_error(agent, generation, std::time::Duration::from_secs(3))
                     .await;
-                TurnEnd::Error(settled.unwrap_or(reason))
+                let reason = settled.unwrap_or(reason);
+                if self
+                    .inner
+                    .supervisor
+                    .definition(agent)
+                    .is_some_and(|d| d.is_remote())
+                {
+                    // Its host could not be reached any more: said as a
+                    // start that could not reach it is.
+                    self.system_message(agent, MessageCode::AgentUnavailable, Some(reason.clone()));
+                }
+                TurnEnd::Error(reason)
             }
             Err(e) => TurnEnd::Error(e.to_string()),
         })

@@ -140,6 +140,10 @@ pub struct AgentDef {
     pub args: Vec<String>,
     pub env: BTreeMap<String, String>,
     pub cwd: String,
+    /// Where it runs: `ssh://[user@]host[:port]`, `toolbox://NAME`,
+    /// `distrobox://NAME` or `podman://CONTAINER`; here when empty.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub host: String,
     pub mcp_servers: Vec<McpServerDef>,
     pub additional_directories: Vec<String>,
     /// Session option values (by option id or category) for new sessions.
@@ -169,9 +173,25 @@ impl AgentDef {
     }
 
     /// The working directory: `~` expanded, relative paths below the home
-    /// directory, the home directory when unset.
+    /// directory, the home directory when unset. On another host, the
+    /// path as written (validation asks for an absolute one there).
     pub fn working_dir(&self) -> PathBuf {
+        if self.is_remote() {
+            return PathBuf::from(self.cwd.trim());
+        }
         expand_dir(&self.cwd)
+    }
+
+    /// Whether it runs on another host or in a container (`host`).
+    pub fn is_remote(&self) -> bool {
+        !self.host.trim().is_empty()
+    }
+
+    /// Where it runs, when not here; an error for a `host` Parley cannot
+    /// read (validation refuses those).
+    pub fn remote_host(&self) -> Option<Result<crate::core::remote::Host, String>> {
+        self.is_remote()
+            .then(|| crate::core::remote::Host::parse(&self.host))
     }
 
     /// The working directory the agent may start in, or why not: it must be
@@ -179,6 +199,16 @@ impl AgentDef {
     /// (an agent never runs in `/` unless its `cwd` says so).
     pub fn checked_working_dir(&self) -> Result<PathBuf, String> {
         let cwd = self.cwd.trim();
+        if self.is_remote() {
+            // Checked on the far side, by Parley's helper.
+            return if Path::new(cwd).is_absolute() {
+                Ok(PathBuf::from(cwd))
+            } else {
+                Err(crate::i18n::gettext(
+                    "an agent on another host needs an absolute cwd (a path on that host)",
+                ))
+            };
+        }
         if !Path::new(cwd).is_absolute() && home().is_none() {
             return Err(crate::i18n::gettext(
                 "there is no home directory (HOME is not set and the password database names none), so the agent has no working directory: give it a cwd",
@@ -205,6 +235,9 @@ impl AgentDef {
 
     /// `additionalDirectories`, expanded as the working directory is.
     pub fn additional_dirs(&self) -> Vec<PathBuf> {
+        if self.is_remote() {
+            return self.additional_directories.iter().map(PathBuf::from).collect();
+        }
         self.additional_directories
             .iter()
             .map(|d| expand_dir(d))

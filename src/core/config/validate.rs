@@ -140,6 +140,46 @@ pub fn validate_knowing(text: &str, offered: DefaultsCheck<'_>) -> Validated {
         }
     }
 
+    // Hosts: one Parley can reach, and a cwd that names a place there.
+    if let Some(agents) = value.get("agents").and_then(Value::as_array) {
+        for (i, agent) in agents.iter().enumerate() {
+            let Some(host) = agent.get("host").and_then(Value::as_str) else {
+                continue;
+            };
+            if host.trim().is_empty() {
+                continue;
+            }
+            if let Err(why) = crate::core::remote::Host::parse(host) {
+                push(
+                    &format!("/agents/{i}/host"),
+                    false,
+                    gettext_f(
+                        "agents[{index}].host: {why}",
+                        &[("index", &i.to_string()), ("why", &why)],
+                    ),
+                    false,
+                );
+            }
+            let cwd = agent.get("cwd").and_then(Value::as_str).unwrap_or("");
+            if !cwd.trim().starts_with('/') {
+                let (ptr, key) = if agent.get("cwd").is_some() {
+                    (format!("/agents/{i}/cwd"), "cwd")
+                } else {
+                    (format!("/agents/{i}/host"), "host")
+                };
+                push(
+                    &ptr,
+                    false,
+                    gettext_f(
+                        "agents[{index}].{key}: an agent on another host needs an absolute cwd (a path on that host)",
+                        &[("index", &i.to_string()), ("key", key)],
+                    ),
+                    false,
+                );
+            }
+        }
+    }
+
     // Permission rules' globs.
     if let Some(rules) = value.get("permissions").and_then(Value::as_array) {
         for (i, rule) in rules.iter().enumerate() {
@@ -222,6 +262,14 @@ pub fn validate_knowing(text: &str, offered: DefaultsCheck<'_>) -> Validated {
             let Some(command) = agent.get("command").and_then(Value::as_str) else {
                 continue;
             };
+            // On another host it is looked for there, when it starts.
+            if agent
+                .get("host")
+                .and_then(Value::as_str)
+                .is_some_and(|h| !h.trim().is_empty())
+            {
+                continue;
+            }
             if command.is_empty() || command.contains('/') || crate::core::launch::bundled(command).is_some()
             {
                 continue;
@@ -337,6 +385,7 @@ fn known_keys(pointer: &str) -> Option<&'static [&'static str]> {
             "args",
             "env",
             "cwd",
+            "host",
             "mcpServers",
             "additionalDirectories",
             "defaults",

@@ -166,3 +166,26 @@ fn warnings_alone_keep_it_valid() {
 fn the_schema_is_valid_and_compiles() {
     assert!(validator().is_some());
 }
+
+#[test]
+fn hosts_are_checked_with_their_place() {
+    let (line, col, msg, warning) =
+        one("{\"agents\": [\n  {\"name\": \"a\", \"command\": \"x\", \"cwd\": \"/src\",\n   \"host\": \"ssh://-oProxyCommand=x\"}\n]}");
+    assert_eq!((line, col, warning), (3, 12, false), "{msg}");
+    assert!(msg.starts_with("agents[0].host: "), "{msg}");
+    let (line, _, msg, _) = one("{\"agents\": [\n  {\"name\": \"a\", \"command\": \"x\",\n   \"cwd\": \"~/src\", \"host\": \"ssh://devbox\"}\n]}");
+    assert_eq!(line, 3);
+    assert!(msg.contains("absolute cwd"), "{msg}");
+    let (_, _, msg, _) =
+        one("{\"agents\": [{\"name\": \"a\", \"command\": \"x\", \"cwd\": \"/s\", \"host\": \"ftp://x\"}]}");
+    assert!(
+        msg.contains("expected form") || msg.contains("unknown host kind"),
+        "{msg}"
+    );
+    // A command that is not here is looked for there: no warning.
+    let v = validate(
+        "{\"agents\": [{\"name\": \"a\", \"command\": \"no-such-agent-here\", \"cwd\": \"/s\", \"host\": \"toolbox://f41\"}]}",
+    );
+    assert!(v.valid() && v.problems.is_empty(), "{:?}", v.problems);
+    assert_eq!(v.config.expect("config").agents[0].host, "toolbox://f41");
+}

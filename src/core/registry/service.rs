@@ -190,25 +190,61 @@ impl RegistryService {
     /// `RegistryService.Add(id)`: installs the agent and adds it to the
     /// configuration; answers the new agent's name.
     pub async fn add(&self, id: &str) -> Result<String, String> {
+        self.add_to(id, None).await
+    }
+
+    /// `add`, for an agent that runs on another host (`place`: its `host`
+    /// and its `cwd` there): only an `npx` or `uvx` package can, as
+    /// nothing is downloaded here for it; the program is looked for there
+    /// when it starts.
+    pub async fn add_to(&self, id: &str, place: Option<(String, String)>) -> Result<String, String> {
         let agent = self.entry(id).await?;
+        let place = match place.filter(|(h, _)| !h.trim().is_empty()) {
+            None => None,
+            Some((host, cwd)) => {
+                let parsed = crate::core::remote::Host::parse(&host)?;
+                if !cwd.trim().starts_with('/') {
+                    return Err(crate::i18n::gettext(
+                        "an agent on another host needs an absolute cwd (a path on that host)",
+                    ));
+                }
+                Some((parsed, host.trim().to_owned(), cwd.trim().to_owned()))
+            }
+        };
+        let host_text = place.as_ref().map(|p| p.1.clone()).unwrap_or_default();
         let defs = self.config.applied_agents();
         if let Some(d) = defs
             .iter()
-            .find(|d| d.registry.as_ref().is_some_and(|r| r.id == id))
+            .find(|d| d.registry.as_ref().is_some_and(|r| r.id == id) && d.host.trim() == host_text)
         {
             return Err(gettext_f(
                 "{title} is already added, as {name}",
                 &[("title", &agent.name), ("name", &d.name)],
             ));
         }
-        let installed = self.install(&agent).await?;
+        let installed = match &place {
+            None => self.install(&agent).await?,
+            Some((host, _, _)) => self.package_for_host(&agent, &host.name)?,
+        };
         // The name is taken from the file as it is now: the download may
         // have taken minutes.
         let added = self
             .config
             .edit(|text| {
-                let name = unique_name(&agent.id, &names_in(text));
-                let entry = installed.entry(&agent, vec![("name".to_owned(), json!(name))]);
+                let mut members = Vec::new();
+                let name = match &place {
+                    None => unique_name(&agent.id, &names_in(text)),
+                    Some((host, uri, cwd)) => {
+                        members.push(("host".to_owned(), json!(uri)));
+                        members.push(("cwd".to_owned(), json!(cwd)));
+                        unique_name(
+                            &format!("{}-{}", agent.id, host_word(&host.name)),
+                            &names_in(text),
+                        )
+                    }
+                };
+                members.insert(0, ("name".to_owned(), json!(name)));
+                let entry = installed.entry(&agent, members);
                 Ok((edit::append_agent(text, &entry)?, name))
             })
             .await;
@@ -356,6 +392,24 @@ impl RegistryService {
         .await;
     }
 
+    /// How an agent on another host runs its `npx` (or `uvx`) package:
+    /// nothing is installed here.
+    fn package_for_host(&self, agent: &RegistryAgent, host: &str) -> Result<Installed, String> {
+        let method = if agent.distribution.npx.is_some() {
+            super::Method::Npx
+        } else if agent.distribution.uvx.is_some() {
+            super::Method::Uvx
+        } else {
+            return Err(gettext_f(
+                "{title} comes only as a download for this machine; on {host} only an npx or uvx package can run",
+                &[("title", &agent.name), ("host", host)],
+            ));
+        };
+        let cancel = gio::Cancellable::new();
+        // `on_host`: the program is not looked for here.
+        super::install::install_blocking(agent, method, true, &cancel, &self.events)
+    }
+
     async fn install(&self, agent: &RegistryAgent) -> Result<Installed, String> {
         let method = agent.method().ok_or_else(|| {
             gettext_f(
@@ -388,4 +442,17 @@ impl RegistryService {
             .await
             .unwrap_or_else(|e| Err(e.to_string()))
     }
+}
+
+/// A host's name as part of an agent's name: lower case, `-` for the rest.
+fn host_word(host: &str) -> String {
+    host.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }

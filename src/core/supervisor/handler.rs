@@ -11,6 +11,9 @@ pub(super) struct AgentHandler {
     pub(super) generation: u64,
     pub(super) supervisor: Weak<Shared>,
     pub(super) fs: FsScope,
+    /// On another host: its link and the agent's directory there; `fs/*`
+    /// is then served on the far side.
+    pub(super) remote: Option<super::hosts::RemoteFs>,
     pub(super) logs: Arc<Mutex<VecDeque<String>>>,
     pub(super) terminals: Arc<terminals::Terminals>,
 }
@@ -51,6 +54,8 @@ impl AgentHandler {
             )));
         };
         let fs = self.fs.clone();
+        let remote = self.remote.clone();
+        let params = params.get().to_owned();
         let (agent, supervisor, logs) = (self.agent.clone(), self.supervisor.clone(), self.logs.clone());
         let method = method.to_owned();
         let gate = matches!(request, acp::fs::FsRequest::Write { .. })
@@ -60,7 +65,13 @@ impl AgentHandler {
             if let Some(gate) = gate {
                 gate(&agent).await;
             }
-            let result = fs.serve(request, acp::fs::REQUEST_TIMEOUT).await;
+            let result = match remote {
+                Some(remote) => remote.request(&method, &params, acp::fs::REQUEST_TIMEOUT).await,
+                None => fs
+                    .serve(request, acp::fs::REQUEST_TIMEOUT)
+                    .await
+                    .map_err(|e| e.to_string()),
+            };
             if let Err(e) = &result {
                 // As `Handler::log` does; `self` does not live this long.
                 let line = format!("parley: refused {method}: {e}");
@@ -69,9 +80,7 @@ impl AgentHandler {
                     AgentService { shared }.push_log(&agent, &logs, line);
                 }
             }
-            responder.respond(
-                result.map_err(|e| RpcError::remote(acp::connection::INTERNAL_ERROR, e.to_string())),
-            );
+            responder.respond(result.map_err(|e| RpcError::remote(acp::connection::INTERNAL_ERROR, e)));
         });
     }
 }
@@ -130,9 +139,10 @@ impl AgentHandler {
                         supervisor.definition(&agent),
                     ) {
                         (Ok(request), Some(def)) => {
+                            let host = def.remote_host().and_then(Result::ok);
                             let start = |command: String, args: Vec<String>, env, cwd: std::path::PathBuf| async move {
                                 supervisor
-                                    .spawn_on_terminal(&command, &args, &env, &cwd)
+                                    .spawn_on_terminal(host.as_ref(), &command, &args, &env, &cwd)
                                     .await
                                     .map_err(|e| e.reason)
                             };

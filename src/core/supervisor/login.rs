@@ -89,12 +89,23 @@ impl AgentService {
     /// the ACP terminals both start this way.
     pub(super) async fn spawn_on_terminal(
         &self,
+        remote: Option<&crate::core::remote::Host>,
         command: &str,
         args: &[String],
         env: &std::collections::BTreeMap<String, String>,
         cwd: &std::path::Path,
     ) -> Result<(OwnedFd, i32, process::Guardian, std::io::PipeReader), StartError> {
-        let (program, program_args, prefix) = self.launch_target(command, args, env, cwd).await?;
+        let no_env = std::collections::BTreeMap::new();
+        let (program, program_args, prefix, env, cwd) = match remote {
+            Some(host) => {
+                let (program, args) = self.far_terminal(host, command, args, env, cwd).await?;
+                (program, args, &[][..], &no_env, std::path::Path::new("/"))
+            }
+            None => {
+                let (program, args, prefix) = self.launch_target(command, args, env, cwd).await?;
+                (program, args, prefix, env, cwd)
+            }
+        };
         let (master, slave) = process::open_pty().map_err(|e| {
             StartError::plain(crate::i18n::gettext_f(
                 "could not open a terminal: {error}",
@@ -120,6 +131,39 @@ impl AgentService {
         drop(slave);
         let (pgid, guardian, status) = spawned.into_guarded();
         Ok((master, pgid, guardian, status))
+    }
+
+    /// The ssh (or container tool) that runs `command` on a terminal on the
+    /// far side: what to start goes first in a private file there (through
+    /// a terminal it would be echoed), and the helper starts it from that.
+    async fn far_terminal(
+        &self,
+        host: &crate::core::remote::Host,
+        command: &str,
+        args: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+        cwd: &std::path::Path,
+    ) -> Result<(std::path::PathBuf, Vec<String>), StartError> {
+        use crate::core::remote::helper::{Launch, FLAG};
+        let link = self.shared.hosts.link(host);
+        let helper = link.ready(self.shared.timings.handshake_timeout).await?;
+        let launch = Launch {
+            cwd: cwd.display().to_string(),
+            program: command.to_owned(),
+            args: args.to_vec(),
+            env: env.clone(),
+            grace_ms: u64::try_from(self.shared.timings.stop.term_grace.as_millis()).unwrap_or(3000),
+        };
+        let file = link
+            .stash(&helper, &serde_json::to_vec(&launch).unwrap_or_default())
+            .await
+            .map_err(|e| {
+                StartError::plain(crate::i18n::gettext_f(
+                    "could not start {command}: {error}",
+                    &[("command", command), ("error", &e)],
+                ))
+            })?;
+        Ok(link.far_command(true, &[helper, FLAG.into(), "term".into(), file]))
     }
 
     /// Starts `method`'s sign-in command for the agent on a new terminal:
@@ -148,7 +192,13 @@ impl AgentService {
         full_env.insert("TERM".into(), "xterm-256color".into());
         full_env.insert("COLORTERM".into(), "truecolor".into());
         let (master, pgid, guardian, status) = self
-            .spawn_on_terminal(&command, &all_args, &full_env, &cwd)
+            .spawn_on_terminal(
+                def.remote_host().and_then(Result::ok).as_ref(),
+                &command,
+                &all_args,
+                &full_env,
+                &cwd,
+            )
             .await?;
         let (exit_tx, exit_rx) = watch::channel(None);
         tokio::spawn(async move {

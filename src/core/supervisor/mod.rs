@@ -9,12 +9,16 @@
 mod auth;
 pub mod guardian;
 mod handler;
+mod hosts;
 mod idle;
 pub mod lifecycle;
 mod login;
 mod logs;
 pub mod process;
+mod remote_fs;
 mod start;
+mod start_error;
+pub use start_error::StartError;
 mod stop;
 pub mod terminals;
 
@@ -122,41 +126,9 @@ pub struct AgentInfo {
     /// A newer version in the registry (filled in by the core).
     #[serde(rename = "updateAvailable", skip_serializing_if = "Option::is_none")]
     pub update_available: Option<String>,
-}
-
-/// Why an agent could not start: the reason, and the agent's last lines on
-/// standard error (for the log's context). Its text is the reason, then the
-/// lines, one per line, as `AgentService.Start` answers and the agent's
-/// `error` shows; the window's toast shows the reason alone.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{}", self.text())]
-pub struct StartError {
-    pub reason: String,
-    pub last_lines: Vec<String>,
-}
-
-impl StartError {
-    /// An error with no lines of the agent's.
-    pub fn plain(reason: impl Into<String>) -> Self {
-        StartError {
-            reason: reason.into(),
-            last_lines: Vec::new(),
-        }
-    }
-
-    fn text(&self) -> String {
-        if self.last_lines.is_empty() {
-            self.reason.clone()
-        } else {
-            format!("{}\n{}", self.reason, self.last_lines.join("\n"))
-        }
-    }
-}
-
-impl From<StartError> for String {
-    fn from(e: StartError) -> Self {
-        e.to_string()
-    }
+    /// Where it runs (its `host`), when not here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 struct Running {
@@ -248,6 +220,7 @@ impl Entry {
             needs_sign_in: self.auth.needs_sign_in.is_some(),
             registry: self.def.registry.clone(),
             update_available: None,
+            host: self.def.is_remote().then(|| self.def.host.trim().to_owned()),
         }
     }
 }
@@ -285,6 +258,8 @@ struct Shared {
     updates: RwLock<Option<UpdateSource>>,
     /// What a file write of an agent waits for first (see [`WriteGate`]).
     write_gate: RwLock<Option<WriteGate>>,
+    /// The links to other hosts (see `crate::core::remote`).
+    hosts: hosts::Hosts,
 }
 
 /// The newer version an agent's registry has, if any (the registry read
@@ -365,6 +340,7 @@ impl AgentService {
             terminals,
             updates: RwLock::new(None),
             write_gate: RwLock::new(None),
+            hosts: hosts::Hosts::default(),
         });
         let service = AgentService { shared };
         service.watch_idle();
@@ -517,6 +493,7 @@ impl AgentService {
                     None
                 },
                 outdated: info.outdated,
+                host: info.host.clone(),
             }),
         );
         self.shared.changed.send_modify(|n| *n += 1);
@@ -573,8 +550,12 @@ impl AgentService {
         lock(&self.shared.table).find(name)?.capabilities.clone()
     }
 
+    /// The agent's directory on this machine: `None` for an agent on
+    /// another host (whose files Parley does not list or snapshot here).
     pub fn working_dir(&self, name: &str) -> Option<PathBuf> {
-        self.definition(name).map(|d| d.working_dir())
+        self.definition(name)
+            .filter(|d| !d.is_remote())
+            .map(|d| d.working_dir())
     }
 
     /// Whether a command the agent runs in one of its terminals still runs.

@@ -188,20 +188,50 @@ impl AgentService {
         let cwd = def
             .checked_working_dir()
             .map_err(|why| (StartError::plain(why), None))?;
-        let (program, args, prefix) = self
-            .launch_target(&def.command, &def.args, &def.env, &cwd)
-            .await
-            .map_err(|e| (e, None))?;
         let env = self.env_with_saved_keys(def).await;
-        let spawned = process::spawn(&process::SpawnSpec {
-            program: &program,
-            args: &args,
-            env: &env,
-            cwd: &cwd,
-            prefix,
-            grace: self.shared.timings.stop.term_grace,
-            terminal: None,
-        })
+        let link = match def.remote_host() {
+            None => None,
+            Some(Err(why)) => return Err((StartError::plain(why), None)),
+            Some(Ok(host)) => Some(self.shared.hosts.link(&host)),
+        };
+        let spawned = match &link {
+            // On the far side the helper finds the command and starts it
+            // with the environment it reads first on stdin (below).
+            Some(link) => {
+                let helper = link
+                    .ready(self.shared.timings.handshake_timeout)
+                    .await
+                    .map_err(|e| (e.into(), None))?;
+                let (program, args) = link.far_command(
+                    false,
+                    &[helper, crate::core::remote::helper::FLAG.into(), "agent".into()],
+                );
+                process::spawn(&process::SpawnSpec {
+                    program: &program,
+                    args: &args,
+                    env: &Default::default(),
+                    cwd: std::path::Path::new("/"),
+                    prefix: &[],
+                    grace: self.shared.timings.stop.term_grace,
+                    terminal: None,
+                })
+            }
+            None => {
+                let (program, args, prefix) = self
+                    .launch_target(&def.command, &def.args, &def.env, &cwd)
+                    .await
+                    .map_err(|e| (e, None))?;
+                process::spawn(&process::SpawnSpec {
+                    program: &program,
+                    args: &args,
+                    env: &env,
+                    cwd: &cwd,
+                    prefix,
+                    grace: self.shared.timings.stop.term_grace,
+                    terminal: None,
+                })
+            }
+        }
         .map_err(|e| {
             (
                 StartError::plain(crate::i18n::gettext_f(
@@ -217,12 +247,29 @@ impl AgentService {
             lifeline,
             status,
         } = spawned;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
+        let (Some(mut stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
             process::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
             return Err((StartError::plain("the agent's pipes could not be opened"), None));
         };
+        if link.is_some() {
+            // The helper's first line: what to start, with the saved keys
+            // (never on a command line, where any user could read them).
+            let launch = crate::core::remote::helper::Launch {
+                cwd: def.cwd.trim().to_owned(),
+                program: def.command.clone(),
+                args: def.args.clone(),
+                env: env.clone(),
+                grace_ms: u64::try_from(self.shared.timings.stop.term_grace.as_millis()).unwrap_or(3000),
+            };
+            let mut line = serde_json::to_vec(&launch).unwrap_or_default();
+            line.push(b'\n');
+            if let Err(e) = tokio::io::AsyncWriteExt::write_all(&mut stdin, &line).await {
+                process::signal_group(pgid, nix::sys::signal::Signal::SIGKILL);
+                return Err((StartError::plain(format!("ssh: {e}")), None));
+            }
+        }
         process::widen_pipe(&stdout);
         let name = def.name.clone();
         let stderr_task = tokio::spawn(read_stderr(
@@ -266,7 +313,13 @@ impl AgentService {
             agent: name.clone(),
             generation,
             supervisor: Arc::downgrade(&self.shared),
-            fs: FsScope::new(&cwd),
+            fs: if link.is_some() {
+                // Never opened here: the far side serves the files.
+                FsScope::new(std::path::Path::new("/nonexistent/parley-remote"))
+            } else {
+                FsScope::new(&cwd)
+            },
+            remote: link.clone().map(|l| super::hosts::RemoteFs::new(l, cwd.clone())),
             logs: logs.clone(),
             terminals: terminals.clone(),
         });

@@ -6,6 +6,24 @@ use super::*;
 
 impl AgentService {
     pub(super) async fn on_exit(&self, name: &str, generation: u64, status: ExitStatus) {
+        // An agent on another host whose ssh ended with 255: the held
+        // connection's last words say why (unreachable, timed out, …).
+        let host = self
+            .definition(name)
+            .and_then(|d| d.remote_host())
+            .and_then(Result::ok);
+        if let Some(host) = host.filter(|_| status.code() == Some(255)) {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let lines = self.shared.hosts.link(&host).lost().await.unwrap_or_default();
+            let logs = lock(&self.shared.table)
+                .find_gen(name, generation)
+                .map(|e| e.logs.clone());
+            if let Some(logs) = logs {
+                for line in lines {
+                    self.push_log(name, &logs, format!("ssh: {line}"));
+                }
+            }
+        }
         let (pgid, guardian) = {
             let mut t = lock(&self.shared.table);
             let Some(e) = t.find_gen(name, generation) else {
@@ -17,10 +35,17 @@ impl AgentService {
             let Some(next) = transition(e.state, Trigger::ProcessExited) else {
                 return;
             };
-            let reason = crate::i18n::gettext_f(
-                "the agent exited on its own ({status})",
-                &[("status", &status.to_string())],
-            );
+            // ssh ends with 255 when its connection does.
+            let reason = match e.def.remote_host() {
+                Some(Ok(host)) if status.code() == Some(255) => crate::i18n::gettext_f(
+                    "the connection to {host} was lost ({status})",
+                    &[("host", &host.name), ("status", &status.to_string())],
+                ),
+                _ => crate::i18n::gettext_f(
+                    "the agent exited on its own ({status})",
+                    &[("status", &status.to_string())],
+                ),
+            };
             e.state = next;
             e.error = Some(with_last_lines(&reason, &e.logs).to_string());
             e.users = 0;
@@ -162,6 +187,7 @@ impl AgentService {
                     state: AgentState::Stopped,
                     error: None,
                     outdated: false,
+                    host: None,
                 }),
             );
         } else {

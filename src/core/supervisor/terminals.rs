@@ -215,7 +215,8 @@ impl Terminals {
             Some(c) => base.join(c),
             None => base,
         };
-        if !cwd.is_dir() {
+        // On another host the helper checks it there.
+        if !def.is_remote() && !cwd.is_dir() {
             return Err(invalid(format!("the directory {} does not exist", cwd.display())));
         }
         let mut env = def.env.clone();

@@ -53,6 +53,9 @@ mod imp {
         /// The newer version the registry has, or "".
         #[property(get)]
         pub update_available: RefCell<String>,
+        /// Where it runs when not here: the host's or container's name.
+        #[property(get)]
+        pub host: RefCell<String>,
         /// Added from the ACP registry (Add Agent).
         #[property(get)]
         pub from_registry: Cell<bool>,
@@ -143,6 +146,13 @@ impl AgentObject {
         };
         set_string(self, &imp.icon, icon, "icon");
         set_string(self, &imp.description, &info.description, "description");
+        let host = info
+            .host
+            .as_deref()
+            .and_then(|h| crate::core::remote::Host::parse(h).ok())
+            .map(|h| h.name)
+            .unwrap_or_default();
+        set_string(self, &imp.host, &host, "host");
         let update = info.update_available.as_deref().unwrap_or_default();
         set_string(self, &imp.update_available, update, "update-available");
         if imp.from_registry.replace(info.registry.is_some()) != info.registry.is_some() {
@@ -179,6 +189,26 @@ impl AgentObject {
             shown = format!("{shown} · {}", crate::i18n::gettext("sign-in needed"));
         }
         shown
+    }
+
+    /// "on devbox" for an agent on another host; "" here.
+    pub fn on_host(&self) -> String {
+        let host = self.host();
+        if host.is_empty() {
+            String::new()
+        } else {
+            crate::i18n::gettext_f("on {host}", &[("host", &host)])
+        }
+    }
+
+    /// Its title, with its host when it has one ("Claude on devbox").
+    pub fn title_on_host(&self) -> String {
+        let host = self.host();
+        if host.is_empty() {
+            self.title()
+        } else {
+            crate::i18n::gettext_f("{agent} on {host}", &[("agent", &self.title()), ("host", &host)])
+        }
     }
 
     /// How many things wait for the user at this agent (its badge): its

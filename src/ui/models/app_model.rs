@@ -92,7 +92,8 @@ impl AppModel {
 
     /// The directories the agent works in (its cwd and additional ones).
     fn roots_of(&self, agent: &str) -> Vec<std::path::PathBuf> {
-        let Some(def) = self.core().agents.definition(agent) else {
+        // An agent on another host: its files are not here to open.
+        let Some(def) = self.core().agents.definition(agent).filter(|d| !d.is_remote()) else {
             return Vec::new();
         };
         let mut roots = vec![def.working_dir()];

@@ -46,6 +46,8 @@ struct Dialog {
     list: gtk::ListBox,
     search: gtk::SearchEntry,
     rows: RefCell<Vec<RowParts>>,
+    /// Where the agent added runs (here, unless switched on).
+    place: super::add_agent_place::Place,
 }
 
 /// Opens the dialog over `parent` and reads the registry (the cached copy
@@ -106,6 +108,8 @@ pub fn show(parent: &gtk::Window, model: &AppModel, on_added: OnAdded) -> adw::W
     let content = gtk::Box::new(gtk::Orientation::Vertical, 0);
     content.append(&header);
     content.append(&source);
+    let place = super::add_agent_place::Place::new();
+    content.append(&place.widget(720));
     content.append(&stack);
     let toasts = adw::ToastOverlay::new();
     toasts.set_child(Some(&content));
@@ -126,6 +130,7 @@ pub fn show(parent: &gtk::Window, model: &AppModel, on_added: OnAdded) -> adw::W
         list: list.clone(),
         search: search.clone(),
         rows: RefCell::default(),
+        place,
     });
     list.set_filter_func(glib::clone!(
         #[weak]
@@ -460,8 +465,9 @@ impl Dialog {
         let this = self.clone();
         let id = id.to_owned();
         let key = id.clone();
+        let place = self.place.value();
         crate::ui::runtime::call(
-            async move { registry.add(&key).await },
+            async move { registry.add_to(&key, place).await },
             move |r: Result<String, String>| match r {
                 Ok(name) => {
                     if let Some(window) = this.window.upgrade() {
@@ -547,7 +553,10 @@ pub fn rows(window: &impl IsA<gtk::Widget>) -> Vec<(String, String)> {
                     state = s.visible_child_name().map(|n| n.to_string()).unwrap_or_default();
                 }
             });
-            out.push((row.title().to_string(), state));
+            // (Run on Another Host's own rows have no state.)
+            if !state.is_empty() {
+                out.push((row.title().to_string(), state));
+            }
         }
     });
     out

@@ -152,7 +152,11 @@ impl AgentRow {
         let title = agent.title();
         set_agent_icon(&imp.icon, &agent.icon());
         imp.title.set_label(&title);
-        let shown = agent.shown_as();
+        let mut shown = agent.shown_as();
+        let on_host = agent.on_host();
+        if !on_host.is_empty() {
+            shown = format!("{shown} · {on_host}");
+        }
         imp.state.set_label(&shown);
         let failed = agent.state().status() == crate::ui::models::AgentStatus::Error;
         if failed {

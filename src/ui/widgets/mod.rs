@@ -1,6 +1,7 @@
 //! The window's widgets; each `x.rs` beside its `x.ui` template.
 
 pub mod add_agent;
+pub mod add_agent_place;
 pub mod agent_row;
 mod changes_parts;
 pub mod changes_view;

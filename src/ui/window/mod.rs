@@ -521,12 +521,19 @@ impl ParleyWindow {
         let imp = self.imp();
         let session_title = agent.session().session_title();
         if session_title.is_empty() {
+            // Where it runs in the subtitle: it stays in sight when narrow.
+            let on_host = agent.on_host();
+            let shown = if on_host.is_empty() {
+                agent.shown_as()
+            } else {
+                format!("{} · {on_host}", agent.shown_as())
+            };
             imp.conversation_title.set_title(&agent.title());
-            imp.conversation_title.set_subtitle(&agent.shown_as());
+            imp.conversation_title.set_subtitle(&shown);
         } else {
             imp.conversation_title.set_title(&session_title);
             imp.conversation_title
-                .set_subtitle(&format!("{} · {}", agent.title(), agent.shown_as()));
+                .set_subtitle(&format!("{} · {}", agent.title_on_host(), agent.shown_as()));
         }
         let (used, size, cost) = (
             agent.session().usage_used(),

@@ -1,0 +1,404 @@
+//! Agents where the code is (issue 44): the demo agent on a real sshd on
+//! 127.0.0.1 (see `sshd`), driven through `parley-cli serve`. Its files and
+//! terminals are those of sshd's own mount namespace; Stop, a dropped
+//! connection and a killed Parley leave no process on either side.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::common::*;
+use crate::sshd::{processes_running, unavailable, Sshd};
+
+fn config(dir: &std::path::Path, agents: Vec<Value>) -> std::path::PathBuf {
+    let config = dir.join("config.json");
+    let text = serde_json::to_string_pretty(&json!({"agents": agents})).unwrap_or_default();
+    std::fs::write(&config, text).expect("config");
+    config
+}
+
+fn remote_agent(sshd: &Sshd, name: &str, host: &str, command: &str, marker: &str) -> Value {
+    json!({"name": name, "command": command, "cwd": sshd.path("far"), "host": host,
+        "env": {"PARLEY_TEST_MARK": marker}})
+}
+
+fn idle(s: &Serve) {
+    s.wait("the turn's end", |v| {
+        v["event"] == "turn:changed" && v["payload"]["busy"] == false
+    });
+}
+
+/// The last agent message of `agent`'s conversation, as JSON text.
+fn last_answer(s: &mut Serve, id: u64, agent: &str) -> String {
+    let conversation = s.call(id, "ChatService.Conversation", json!([agent]));
+    conversation["result"]["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "agent"))
+        .map(Value::to_string)
+        .unwrap_or_default()
+}
+
+fn skip_without_sshd() -> bool {
+    match unavailable() {
+        Some(why) => {
+            eprintln!("skipped: {why}");
+            true
+        }
+        None => false,
+    }
+}
+
+/// Waits until no process's command line holds `needle`; those left.
+fn gone_within(needle: &str, limit: Duration) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let left = processes_running(needle);
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_turn_over_ssh_reads_writes_and_runs_on_the_far_side() {
+    if skip_without_sshd() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let marker = unique("parley-remote-mark");
+    let cfg = config(
+        sshd.dir.path(),
+        vec![remote_agent(
+            &sshd,
+            "devbox",
+            "ssh://devbox",
+            "parley-demo-agent",
+            &marker,
+        )],
+    );
+    let mut s = Serve::start_with(sshd.dir.path(), &cfg, &sshd.env());
+    let (started, ready) = s.call_seeing(1, "AgentService.Start", json!(["devbox"]), |v| {
+        v["event"] == "agent:state" && v["payload"]["state"] == "ready"
+    });
+    assert!(started.get("error").is_none(), "{started}");
+    assert_eq!(ready["payload"]["host"], "ssh://devbox", "{ready}");
+    let listed = s.call(2, "AgentService.List", json!([]));
+    assert_eq!(listed["result"][0]["host"], "ssh://devbox", "{listed}");
+
+    // The file is in sshd's namespace only: read there, absent here.
+    let far = sshd.path("far");
+    assert!(!far.join("secret.txt").exists(), "the tmpfs is visible here");
+    s.call(
+        3,
+        "ChatService.Send",
+        json!(["devbox", format!("fs-read {}/secret.txt", far.display())]),
+    );
+    idle(&s);
+    let said = last_answer(&mut s, 4, "devbox");
+    assert!(said.contains("only on the far side"), "{said}");
+
+    // A write lands there, and not here.
+    s.call(
+        5,
+        "ChatService.Send",
+        json!([
+            "devbox",
+            format!("fs-write {}/written.txt hello-there", far.display())
+        ]),
+    );
+    idle(&s);
+    assert!(!far.join("written.txt").exists());
+    // (Every session of this sshd is in its namespace.)
+    assert_eq!(
+        sshd.far(&format!("cat {}/written.txt", far.display())),
+        "hello-there"
+    );
+
+    // A terminal runs there, in the agent's directory.
+    s.call(
+        6,
+        "ChatService.Send",
+        json!(["devbox", "terminal-run cat written.txt secret.txt"]),
+    );
+    idle(&s);
+    let said = last_answer(&mut s, 7, "devbox");
+    assert!(said.contains("exit 0"), "{said}");
+    assert!(
+        said.contains("hello-there") && said.contains("only on the far side"),
+        "{said}"
+    );
+
+    // A permission request comes back here and is answered.
+    s.call(8, "ChatService.Send", json!(["devbox", "permission"]));
+    let p = s.wait("permission:requested", |v| v["event"] == "permission:requested");
+    s.call(
+        9,
+        "ChatService.AnswerPermission",
+        json!([p["payload"]["id"], "allow-once"]),
+    );
+    idle(&s);
+
+    // Stop: the agent and everything of the helper's are gone on the far side.
+    let cache = sshd.path("cache").display().to_string();
+    assert!(
+        !processes_with(&marker).is_empty(),
+        "the agent should run before the stop"
+    );
+    assert!(
+        !processes_running(&cache).is_empty(),
+        "the helper should run before the stop"
+    );
+    let stopped = s.call(10, "AgentService.Stop", json!(["devbox"]));
+    assert!(stopped.get("error").is_none(), "{stopped}");
+    let left = gone_within(&cache, Duration::from_secs(5));
+    assert!(left.is_empty(), "left on the far side after Stop: {left:?}");
+    assert!(processes_with(&marker).is_empty());
+    drop(s.stdin);
+    let _ = s.child.wait();
+}
+
+#[test]
+fn a_killed_parley_or_a_dropped_connection_leaves_nothing_and_start_works_again() {
+    if skip_without_sshd() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let marker = unique("parley-remote-kill");
+    let mut a = remote_agent(&sshd, "devbox", "ssh://devbox", "parley-demo-agent", &marker);
+    // Sessions kept by the agent there, to be resumed after a reconnect.
+    a["env"]["PARLEY_DEMO_MODE"] = json!("resume");
+    a["env"]["PARLEY_DEMO_SESSIONS"] = json!(sshd.path("sessions"));
+    let cfg = config(sshd.dir.path(), vec![a]);
+    let cache = sshd.path("cache").display().to_string();
+    let control = "ControlMaster=yes";
+
+    // SIGKILL of serve mid-turn: nothing of it left on either side in 5 s.
+    let mut s = Serve::start_with(sshd.dir.path(), &cfg, &sshd.env());
+    s.call(1, "ChatService.Send", json!(["devbox", "wait"]));
+    s.wait("the answer begins", |v| v["event"] == "message:delta");
+    assert!(!processes_running(&cache).is_empty());
+    let _ = s.child.kill();
+    let _ = s.child.wait();
+    let left = gone_within(&cache, Duration::from_secs(5));
+    assert!(left.is_empty(), "left on the far side after SIGKILL: {left:?}");
+    let left = gone_within(
+        sshd.path("ssh_config").to_str().unwrap_or("-"),
+        Duration::from_secs(5),
+    );
+    assert!(left.is_empty(), "ssh left here after SIGKILL: {left:?}");
+
+    // The connection dropped mid-turn (its ssh killed): error with the
+    // reason, the turn ends, and Start works again.
+    let mut s = Serve::start_with(sshd.dir.path(), &cfg, &sshd.env());
+    s.call(
+        1,
+        "ChatService.Send",
+        json!(["devbox", "echo kept across the drop"]),
+    );
+    idle(&s);
+    s.call(10, "ChatService.Send", json!(["devbox", "wait"]));
+    s.wait("the answer begins", |v| v["event"] == "message:delta");
+    let masters: Vec<i32> = processes_running(control)
+        .into_iter()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+                String::from_utf8_lossy(&c).contains(&*sshd.path("ssh_config").to_string_lossy())
+            })
+        })
+        .collect();
+    assert_eq!(masters.len(), 1, "one held connection: {masters:?}");
+    // SAFETY: a signal to the ssh this test's Parley started.
+    unsafe { libc::kill(masters[0], libc::SIGKILL) };
+    let error = s.wait("the error", |v| {
+        v["event"] == "agent:state" && v["payload"]["state"] == "error"
+    });
+    let reason = error["payload"]["error"].as_str().unwrap_or_default();
+    assert!(reason.contains("connection to devbox was lost"), "{reason}");
+    idle(&s);
+    let conversation = s.call(2, "ChatService.Conversation", json!(["devbox"]));
+    let system = conversation["result"]["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "system"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(system["code"], "agent-unavailable", "{conversation}");
+    assert!(
+        system["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("connection to devbox was lost"),
+        "{system}"
+    );
+    let left = gone_within(&cache, Duration::from_secs(5));
+    assert!(left.is_empty(), "left on the far side after the drop: {left:?}");
+    let (again, _) = s.call_seeing(3, "AgentService.Start", json!(["devbox"]), |v| {
+        v["event"] == "agent:state" && v["payload"]["state"] == "ready"
+    });
+    assert!(again.get("error").is_none(), "{again}");
+    // The conversation goes on in the session the agent kept (resumed).
+    s.call(4, "ChatService.Send", json!(["devbox", "remembered"]));
+    idle(&s);
+    let said = last_answer(&mut s, 5, "devbox");
+    assert!(said.contains("kept across the drop"), "{said}");
+    drop(s.stdin);
+    let _ = s.child.wait();
+    assert!(gone_within(&cache, Duration::from_secs(5)).is_empty());
+}
+
+#[test]
+fn unreachable_refused_unknown_and_missing_are_errors_with_the_reason() {
+    if skip_without_sshd() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let marker = unique("parley-remote-faults");
+    let cfg = config(
+        sshd.dir.path(),
+        vec![
+            remote_agent(&sshd, "nowhere", "ssh://nowhere", "parley-demo-agent", &marker),
+            remote_agent(&sshd, "stranger", "ssh://stranger", "parley-demo-agent", &marker),
+            remote_agent(
+                &sshd,
+                "unknown-key",
+                "ssh://unknown-key",
+                "parley-demo-agent",
+                &marker,
+            ),
+            remote_agent(
+                &sshd,
+                "missing",
+                "ssh://devbox",
+                "no-such-agent-anywhere",
+                &marker,
+            ),
+        ],
+    );
+    let mut s = Serve::start_with(sshd.dir.path(), &cfg, &sshd.env());
+    let cases = [
+        ("nowhere", "Connection refused"),
+        ("stranger", "Permission denied"),
+        ("unknown-key", "Host key verification failed"),
+        ("missing", "no-such-agent-anywhere"),
+    ];
+    for (i, (agent, expected)) in cases.into_iter().enumerate() {
+        let answer = s.call(10 + i as u64, "AgentService.Start", json!([agent]));
+        let text = answer["error"].to_string();
+        assert!(text.contains(expected), "{agent}: {answer}");
+        let listed = s.call(20 + i as u64, "AgentService.List", json!([]));
+        let row = listed["result"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["name"] == agent).cloned())
+            .unwrap_or_default();
+        assert_eq!(row["state"], "error", "{row}");
+        assert!(
+            row["error"].as_str().unwrap_or_default().contains(expected),
+            "{row}"
+        );
+    }
+    // The far side's own search is what is reported.
+    let listed = s.call(30, "AgentService.List", json!([]));
+    assert!(listed.to_string().contains("(on "), "{listed}");
+    drop(s.stdin);
+    let _ = s.child.wait();
+}
+
+/// `podman://`: where podman can run a container here (from the local file
+/// system, no registry), the same turn; where it cannot, why.
+#[test]
+fn a_turn_in_a_podman_container_or_why_not() {
+    let probe = std::process::Command::new("podman")
+        .args(["run", "--rm", "--rootfs", "/", "true"])
+        .output();
+    let why = match &probe {
+        Err(e) => Some(format!("podman is not installed: {e}")),
+        Ok(o) if !o.status.success() => Some(format!(
+            "podman cannot run a container on this machine: {}",
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Ok(_) => None,
+    };
+    if let Some(why) = why {
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let name = unique("parley-test");
+    let started = std::process::Command::new("podman")
+        .args([
+            "run", "-d", "--rm", "--name", &name, "--rootfs", "/", "sleep", "600",
+        ])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(started, "podman run -d");
+    std::fs::write(dir.path().join("here.txt"), "in the container too").expect("file");
+    let marker = unique("parley-podman-mark");
+    let cfg = config(
+        dir.path(),
+        vec![
+            json!({"name": "box", "command": "parley-demo-agent", "cwd": dir.path(),
+            "host": format!("podman://{name}"), "env": {"PARLEY_TEST_MARK": marker}}),
+        ],
+    );
+    let mut s = Serve::start(dir.path(), &cfg);
+    s.call(
+        1,
+        "ChatService.Send",
+        json!(["box", format!("fs-read {}/here.txt", dir.path().display())]),
+    );
+    idle(&s);
+    assert!(last_answer(&mut s, 2, "box").contains("in the container too"));
+    s.call(3, "AgentService.Stop", json!(["box"]));
+    drop(s.stdin);
+    let _ = s.child.wait();
+    let _ = std::process::Command::new("podman")
+        .args(["rm", "-f", &name])
+        .status();
+}
+
+/// A terminal sign-in method runs on the far side: `parley-cli auth` on its
+/// own terminal here, the command there (its mark is left in the far
+/// side's directory only).
+#[test]
+fn signing_in_through_a_terminal_runs_on_the_far_side() {
+    use std::io::Write;
+    if skip_without_sshd() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let marker = unique("parley-remote-auth");
+    let mut a = remote_agent(&sshd, "t", "ssh://devbox", "parley-demo-agent", &marker);
+    a["env"]["PARLEY_DEMO_MODE"] = json!("auth-terminal");
+    let cfg = config(sshd.dir.path(), vec![a]);
+    let mut child = std::process::Command::new(cli())
+        .args(["auth", "t", "demo-terminal", "--config"])
+        .arg(&cfg)
+        .envs(sshd.env())
+        .env("XDG_STATE_HOME", sshd.dir.path())
+        .env("XDG_DATA_HOME", sshd.dir.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("parley-cli");
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(b"yes\n");
+    }
+    let out = child.wait_with_output().expect("output");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("Demo sign-in for Parley") && text.contains("Signed in."),
+        "{text}"
+    );
+    let mark = sshd.path("far").join(".parley-demo-signed-in");
+    assert!(!mark.exists(), "the sign-in ran here");
+    assert_eq!(
+        sshd.far(&format!("test -e {} && echo there", mark.display())),
+        "there\n"
+    );
+}
