@@ -30,6 +30,12 @@ impl Place {
             .build();
         expander.add_row(&host);
         expander.add_row(&cwd);
+        // libadwaita 1.2 leaves the row's switch unnamed ("GtkSwitch").
+        crate::ui::a11y::for_each_descendant(expander.upcast_ref(), &mut |w| {
+            if w.is::<gtk::Switch>() {
+                crate::ui::a11y::set_label(w, &gettext("Run on Another Host"));
+            }
+        });
         Place { expander, host, cwd }
     }
 
