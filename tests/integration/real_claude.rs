@@ -10,7 +10,7 @@ use serde_json::json;
 use crate::model_api::{ModelApi, Reply};
 use crate::real_agents::*;
 
-fn claude(p: &Project, api: &ModelApi) -> Option<serde_json::Value> {
+pub(crate) fn claude(p: &Project, api: &ModelApi) -> Option<serde_json::Value> {
     let bin = installed("claude", "claude-agent-acp")?;
     let env = [
         ("ANTHROPIC_BASE_URL", api.url()),

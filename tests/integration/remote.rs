@@ -402,3 +402,60 @@ fn signing_in_through_a_terminal_runs_on_the_far_side() {
         "there\n"
     );
 }
+
+/// claude-agent-acp (a real agent, through the model-API stand-in) on the
+/// far side: it starts there, and its Read of a file only the far side has
+/// comes back with that file's text.
+#[test]
+fn claude_over_ssh_reads_a_file_only_the_far_side_has() {
+    use crate::model_api::{ModelApi, Reply};
+    if skip_without_sshd() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let secret = sshd.path("far").join("secret.txt");
+    let p = crate::real_agents::Project::new();
+    let api = ModelApi::start(vec![
+        Reply::tool("Read", json!({"file_path": secret})),
+        Reply::text("It says it is only on the far side."),
+    ]);
+    let Some(mut agent) = crate::real_claude::claude(&p, &api) else {
+        return;
+    };
+    agent["host"] = json!("ssh://devbox");
+    agent["cwd"] = json!(sshd.path("far"));
+    let cfg = config(sshd.dir.path(), vec![agent]);
+    let mut s = Serve::start_with(sshd.dir.path(), &cfg, &sshd.env());
+    s.call(
+        1,
+        "ChatService.Send",
+        json!(["claude", "What does secret.txt say?"]),
+    );
+    // Whatever it asks is allowed; the turn's end is awaited.
+    let mut id = 2;
+    loop {
+        let v = s.wait("the turn's end", |v| {
+            v["event"] == "permission:requested"
+                || (v["event"] == "turn:changed" && v["payload"]["busy"] == false)
+        });
+        if v["event"] != "permission:requested" {
+            break;
+        }
+        s.call(
+            id,
+            "ChatService.AnswerPermission",
+            json!([v["payload"]["id"], "allow-once"]),
+        );
+        id += 1;
+    }
+    let said = last_answer(&mut s, 100, "claude");
+    assert!(said.contains("\"stopReason\":\"end_turn\""), "{said}");
+    // The model was told the file's text: the Read ran there.
+    let told = api
+        .requests()
+        .iter()
+        .any(|r| r.main && r.body.to_string().contains("only on the far side\\n"));
+    assert!(told, "the Read's result never reached the model");
+    drop(s.stdin);
+    let _ = s.child.wait();
+}

@@ -126,6 +126,30 @@ fn last_lines(lines: &Mutex<VecDeque<String>>) -> Vec<String> {
     lock(lines).iter().cloned().collect()
 }
 
+/// The sockets' directory and those above it that Parley made must be
+/// Parley's user's own and closed to others (in /tmp, another user could
+/// have made them first, and put a socket of theirs in the way).
+fn private_dirs(dir: &Path) -> Result<(), LinkError> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let stop = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_dir())
+        .unwrap_or_else(std::env::temp_dir);
+    for d in dir.ancestors().take_while(|d| *d != stop && d.starts_with(&stop)) {
+        let m =
+            std::fs::symlink_metadata(d).map_err(|e| LinkError::plain(format!("{}: {e}", d.display())))?;
+        if !m.is_dir() || m.uid() != uid || m.mode() & 0o077 != 0 {
+            return Err(LinkError::plain(crate::i18n::gettext_f(
+                "{dir} is not a private directory of yours: Parley keeps no ssh connection there",
+                &[("dir", &d.display().to_string())],
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Where Parley keeps its control sockets: its runtime directory, private.
 fn socket_dir() -> PathBuf {
     let base = std::env::var_os("XDG_RUNTIME_DIR")
@@ -234,6 +258,7 @@ impl Link {
                 .create(dir)
                 .map_err(|e| LinkError::plain(format!("{}: {e}", dir.display())))?;
         }
+        private_dirs(dir)?;
         let _ = std::fs::remove_file(control);
         let spawned = process::spawn(&process::SpawnSpec {
             program: &program,
