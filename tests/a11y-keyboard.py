@@ -398,6 +398,16 @@ def windows():
         fail(f"Tab never reaches the inbox's Close button: {stops}")
     close_window(count)
     start()
+    # Search All: the first Down from its entry lands on a named pane.
+    search = other_window(["ctrl+shift+f"], "Search", count)
+    press("Down", 0.5)
+    node = focused(search)
+    why = unnamed(node) if node is not None else None
+    if why:
+        fail(f"Down in Search All lands on a pane badly named, {why}: {describe(node)}")
+    say(f"search all, Down: {describe(node)}")
+    close_window(count)
+    start()
     about = other_window(["F10", "Up", "Return"], "About", count)
     tab_round(about, 20)
     close_window(count)

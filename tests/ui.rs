@@ -226,14 +226,21 @@ fn sign_in_with_an_agent_method(app: &adw::Application) -> Result<(), String> {
     save_png(&f.win, "sign-in-page-narrow")?;
     f.win.set_default_size(1100, 720);
     spin(Duration::from_millis(300));
-    // A refusal shows the agent's words and keeps the page.
-    page.method_button("demo-refuse")
-        .ok_or("no button for demo-refuse")?
-        .emit_clicked();
+    // A refusal shows the agent's words and keeps the page, and the
+    // keyboard's focus ring on it (issue 47).
+    let refuse = page
+        .method_button("demo-refuse")
+        .ok_or("no button for demo-refuse")?;
+    refuse.grab_focus();
+    f.win.set_focus_visible(false);
+    refuse.emit_clicked();
     spin_until("the refusal", Duration::from_secs(10), || {
         texts(page.upcast_ref())
             .iter()
             .any(|t| t.contains("Wrong password"))
+    })?;
+    spin_until("the focus ring after the refusal", Duration::from_secs(5), || {
+        f.win.gets_focus_visible()
     })?;
     page.method_button("demo-login")
         .ok_or("no button for demo-login")?
@@ -266,6 +273,13 @@ fn sign_in_in_a_terminal(app: &adw::Application) -> Result<(), String> {
             .is_some_and(|t| t.text().contains("Type yes to sign in"))
     })?;
     let terminal = page.terminal().ok_or("no terminal")?;
+    // A screen reader gets the prompt too: the terminal's last lines are
+    // its accessible description (VTE 0.70 exposes no text).
+    spin_until(
+        "the prompt given to a screen reader",
+        Duration::from_secs(5),
+        || terminal.spoken().contains("Type yes to sign in"),
+    )?;
     if !terminal.text().starts_with("Demo sign-in for Parley") {
         return Err(format!("the terminal shows {:?}", terminal.text()));
     }
@@ -2109,6 +2123,15 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
         .ok_or("no Always allow")?;
     always.emit_clicked();
     let rule = serde_json::json!({"agents": ["alpha"], "kind": "edit", "path": format!("{}/src/**", cwd.path().display()), "decision": "allow"});
+    // From a control that goes away (as the toast's button does), the
+    // keyboard comes back to the composer (issue 47), not to the Inbox.
+    let elsewhere = buttons(&f.win.sidebar())
+        .into_iter()
+        .find(|b| b.is_mapped() && b.grab_focus())
+        .ok_or("no button in the sidebar to focus")?;
+    if gtk::prelude::GtkWindowExt::focus(&f.win).as_ref() != Some(elsewhere.upcast_ref()) {
+        return Err("the sidebar's button did not take the focus".into());
+    }
     gtk::prelude::WidgetExt::activate_action(
         &f.win,
         "win.save-permission-rule",
@@ -2118,6 +2141,14 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
     spin_until("the rule in use", Duration::from_secs(10), || {
         f.core.config.current().permissions.len() == 1
     })?;
+    let text_view = f.win.composer().text_view();
+    spin(Duration::from_millis(100));
+    if gtk::prelude::GtkWindowExt::focus(&f.win).as_ref() != Some(text_view.upcast_ref()) {
+        return Err(format!(
+            "after Save as Rule the focus is on {:?}",
+            gtk::prelude::GtkWindowExt::focus(&f.win).map(|w| w.type_().name())
+        ));
+    }
     let saved = std::fs::read_to_string(&f.core.config.current().path).map_err(|e| e.to_string())?;
     if !saved.starts_with("// test\n") || !saved.contains("\"permissions\"") {
         return Err(format!("the configuration: {saved}"));

@@ -54,6 +54,9 @@ pub fn show(parent: &gtk::Window, history: HistoryService, open: OpenMessage) ->
         .description(gettext("Find what an agent said, in every conversation"))
         .vexpand(true)
         .build();
+    // The first Down lands in one of these panes: each has a name.
+    crate::ui::a11y::name_status_page(&status);
+    crate::ui::a11y::set_label(&scroller, &gettext("Search results"));
     let stack = gtk::Stack::new();
     stack.add_named(&status, Some("status"));
     stack.add_named(&scroller, Some("results"));

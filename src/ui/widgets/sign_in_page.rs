@@ -324,9 +324,13 @@ impl SignInPage {
             }
         }
         if focus_was_here {
-            // Keep the keyboard on the page: its first button.
+            // Keep the keyboard on the page: its first button, with the
+            // focus ring drawn (a rebuild after a refusal hid it).
             if let Some((_, b)) = imp.buttons.borrow().first() {
                 b.grab_focus();
+                if let Some(window) = self.root().and_then(|r| r.downcast::<gtk::Window>().ok()) {
+                    window.set_focus_visible(true);
+                }
             }
         }
     }

@@ -13,6 +13,11 @@ use gtk::prelude::*;
 
 /// The widget data key of the rows a finished terminal was fitted to.
 const FITTED: &str = "parley-fitted-rows";
+/// The widget data key of the lines last given to a screen reader.
+const SPOKEN: &str = "parley-spoken-lines";
+/// How many of the last lines a screen reader gets, and how often.
+const SPOKEN_LINES: i64 = 6;
+const SPOKEN_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 #[derive(Clone)]
 pub struct Terminal {
@@ -31,7 +36,74 @@ impl Terminal {
             unsafe { from_glib_none(vte_sys::vte_terminal_new() as *mut gtk::ffi::GtkWidget) };
         let t = Terminal { widget };
         t.follow_style();
+        t.speak_last_lines();
         t
+    }
+
+    /// VTE 0.70 on GTK 4.8 gives assistive technology no text (newer VTE
+    /// builds on GTK 4.14's accessible text): the last lines up to the
+    /// cursor become the widget's accessible description when they change,
+    /// at most every 250 ms, so "Type yes to sign in:" can be read.
+    fn speak_last_lines(&self) {
+        let pending = std::rc::Rc::new(std::cell::Cell::new(false));
+        self.widget
+            .connect_local("contents-changed", false, move |values| {
+                let widget = values.first().and_then(|v| v.get::<gtk::Widget>().ok())?;
+                if !pending.replace(true) {
+                    let pending = pending.clone();
+                    let weak = widget.downgrade();
+                    glib::timeout_add_local_once(SPOKEN_EVERY, move || {
+                        pending.set(false);
+                        if let Some(widget) = weak.upgrade() {
+                            Terminal::from_widget(widget).describe_last_lines();
+                        }
+                    });
+                }
+                None
+            });
+    }
+
+    fn describe_last_lines(&self) {
+        let (mut col, mut row) = (0, 0);
+        // SAFETY: reads of a live terminal; the returned string is ours.
+        let text = unsafe {
+            vte_sys::vte_terminal_get_cursor_position(self.raw(), &mut col, &mut row);
+            let cols = vte_sys::vte_terminal_get_column_count(self.raw());
+            let raw = vte_sys::vte_terminal_get_text_range(
+                self.raw(),
+                (row - SPOKEN_LINES).max(0),
+                0,
+                row,
+                cols,
+                None,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+            if raw.is_null() {
+                return;
+            }
+            let s: glib::GString = from_glib_full(raw);
+            s.to_string()
+        };
+        let lines: Vec<&str> = text
+            .lines()
+            .map(str::trim_end)
+            .filter(|l| !l.is_empty())
+            .collect();
+        let spoken = crate::ui::markdown::visible(&lines.join("\n")).into_owned();
+        // SAFETY: the key holds a String only, here and in `spoken`.
+        let before = unsafe { self.widget.data::<String>(SPOKEN).map(|p| p.as_ref().clone()) };
+        if before.as_deref() != Some(spoken.as_str()) {
+            crate::ui::a11y::set_description(&self.widget, &spoken);
+            // SAFETY: as above.
+            unsafe { self.widget.set_data(SPOKEN, spoken) };
+        }
+    }
+
+    /// What a screen reader was last given as the terminal's text.
+    pub fn spoken(&self) -> String {
+        // SAFETY: the key holds a String only (see `describe_last_lines`).
+        unsafe { self.widget.data::<String>(SPOKEN).map(|p| p.as_ref().clone()) }.unwrap_or_default()
     }
 
     /// The wrapper around a widget made by [`Terminal::new`].

@@ -42,6 +42,16 @@ impl ParleyWindow {
                 if let Some(rule) = param.and_then(|p| p.get::<String>()) {
                     win.save_rule(&rule);
                 }
+                // The toast (and its focused button) goes once this returns:
+                // the keyboard goes back to the composer, not to the first
+                // control of the window.
+                glib::idle_add_local_once(glib::clone!(
+                    #[weak]
+                    win,
+                    move || {
+                        win.composer().text_view().grab_focus();
+                    }
+                ));
             }
         ));
         self.add_action(&save);
