@@ -2255,6 +2255,8 @@ mod remote;
 mod sshd;
 #[path = "ui/steering.rs"]
 mod steering;
+#[path = "ui/tab_order.rs"]
+mod tab_order;
 
 /// Add Agent: the empty sidebar's button, the registry's list (icons,
 /// versions, licences, "Added"), search, an install that ends on the
@@ -3176,6 +3178,10 @@ fn main() {
             steering::steering_by_keyboard_and_screen_reader,
         ),
         ("ui::an_agent_on_another_host", remote::an_agent_on_another_host),
+        (
+            "ui::tab_and_shift_tab_go_through_the_window",
+            tab_order::tab_and_shift_tab_go_through_the_window,
+        ),
         ("ui::claude_pickers", claude_pickers),
         ("ui::claude_full_turn", real_agents::claude_full_turn),
         (
