@@ -2382,15 +2382,23 @@ fn add_agent_from_the_registry(app: &adw::Application) -> Result<(), String> {
     let [host, folder] = entries.as_slice() else {
         return Err(format!("{} entries under Run on Another Host", entries.len()));
     };
-    host.set_text("ssh://-oProxyCommand=x");
-    folder.set_text("/home/me/src/app");
     search.set_text("gemini");
     spin(Duration::from_millis(400));
-    save_png(&dialog, "44-add-agent-to-host")?;
     let add = buttons(dialog.upcast_ref())
         .into_iter()
         .find(|b| b.is_mapped() && b.label().as_deref() == Some("_Add"))
         .ok_or("no Add button for Gemini")?;
+    // Switched on with no host: said, and nothing added here instead.
+    add.emit_clicked();
+    spin_until("the missing host said", Duration::from_secs(5), || {
+        texts(dialog.upcast_ref())
+            .iter()
+            .any(|t| t.starts_with("Type the host to run the agent on"))
+    })?;
+    host.set_text("ssh://-oProxyCommand=x");
+    folder.set_text("/home/me/src/app");
+    spin(Duration::from_millis(300));
+    save_png(&dialog, "44-add-agent-to-host")?;
     add.emit_clicked();
     spin_until("the host refused", Duration::from_secs(10), || {
         texts(dialog.upcast_ref())

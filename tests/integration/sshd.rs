@@ -166,6 +166,12 @@ impl Drop for Sshd {
         // SAFETY: a signal to the group this fixture started.
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
         let _ = self.child.wait();
+        // sshd's sessions make sessions of their own: whatever still runs
+        // from this fixture's directory (a failed test's helpers) goes too.
+        for pid in processes_running(&self.dir.path().display().to_string()) {
+            // SAFETY: a signal to a process started from this fixture.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
     }
 }
 

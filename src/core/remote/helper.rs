@@ -104,6 +104,7 @@ fn stash() -> Result<(), String> {
         .read_to_end(&mut data)
         .map_err(|e| e.to_string())?;
     let dir = own_dir()?;
+    remove_stale_launches(&dir);
     for n in 0..100u32 {
         let path = dir.join(format!("launch-{}-{n}", std::process::id()));
         match std::fs::OpenOptions::new()
@@ -122,6 +123,25 @@ fn stash() -> Result<(), String> {
         }
     }
     Err("no file name left".into())
+}
+
+/// Launch files no `term` took within a minute (it never started): they
+/// hold saved keys, so they do not stay.
+fn remove_stale_launches(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > Duration::from_secs(60));
+        if old && e.file_name().to_string_lossy().starts_with("launch-") {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 fn take_stashed(path: &Path) -> Result<Launch, String> {

@@ -9,8 +9,8 @@
 //! Parley's programs, put in `~/.cache/parley` there when it is missing or
 //! different and checked by its SHA-256 (the supervisor's `hosts`). It starts the agent in a
 //! session of its own, serves `fs/*` with the same confinement as locally
-//! (`openat2` beneath the cwd), runs terminals, and ends everything beneath
-//! it when its channel closes. See docs/architecture.md, "Remote agents".
+//! (`openat2` beneath the cwd), runs terminals, and ends the agent's process
+//! group when its channel closes. See docs/architecture.md, "Remote agents".
 
 pub mod helper;
 

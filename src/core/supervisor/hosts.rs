@@ -68,7 +68,24 @@ impl RemoteFs {
         }
     }
 
+    /// One request, answered or refused within `limit` in all (the file
+    /// service started first if need be).
     pub async fn request(&self, method: &str, params: &str, limit: Duration) -> Result<Value, String> {
+        let deadline = tokio::time::Instant::now() + limit;
+        tokio::time::timeout_at(deadline, self.request_within(method, params, limit))
+            .await
+            .unwrap_or_else(|_| {
+                Err(crate::i18n::gettext_f(
+                    "{host} did not answer within {seconds} s",
+                    &[
+                        ("host", &self.link.host.name),
+                        ("seconds", &limit.as_secs().to_string()),
+                    ],
+                ))
+            })
+    }
+
+    async fn request_within(&self, method: &str, params: &str, limit: Duration) -> Result<Value, String> {
         let client = {
             let mut held = self.client.lock().await;
             match held.as_ref().filter(|c| c.alive()) {

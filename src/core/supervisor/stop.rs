@@ -12,9 +12,22 @@ impl AgentService {
             .definition(name)
             .and_then(|d| d.remote_host())
             .and_then(Result::ok);
+        let mut lost = false;
         if let Some(host) = host.filter(|_| status.code() == Some(255)) {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            let lines = self.shared.hosts.link(&host).lost().await.unwrap_or_default();
+            // The held connection ends about when its sessions do: it is
+            // waited for a moment, and only a connection that did end is
+            // called lost (an agent may end with 255 by itself).
+            let link = self.shared.hosts.link(&host);
+            let mut lines = None;
+            for _ in 0..20 {
+                lines = link.lost().await;
+                if lines.is_some() {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            lost = lines.is_some();
+            let lines = lines.unwrap_or_default();
             let logs = lock(&self.shared.table)
                 .find_gen(name, generation)
                 .map(|e| e.logs.clone());
@@ -37,7 +50,7 @@ impl AgentService {
             };
             // ssh ends with 255 when its connection does.
             let reason = match e.def.remote_host() {
-                Some(Ok(host)) if status.code() == Some(255) => crate::i18n::gettext_f(
+                Some(Ok(host)) if lost => crate::i18n::gettext_f(
                     "the connection to {host} was lost ({status})",
                     &[("host", &host.name), ("status", &status.to_string())],
                 ),

@@ -454,6 +454,10 @@ impl Dialog {
     }
 
     fn add(self: &Rc<Self>, id: &str) {
+        let place = match self.place.value() {
+            Ok(place) => place,
+            Err(why) => return self.toast(&why),
+        };
         let Some(title) = self.parts(id, |p| {
             set_state(p, Some("installing"));
             p.progress.set_text(Some(&gettext("Starting…")));
@@ -465,7 +469,6 @@ impl Dialog {
         let this = self.clone();
         let id = id.to_owned();
         let key = id.clone();
-        let place = self.place.value();
         crate::ui::runtime::call(
             async move { registry.add_to(&key, place).await },
             move |r: Result<String, String>| match r {

@@ -39,11 +39,19 @@ impl Place {
         Place { expander, host, cwd }
     }
 
-    /// The host and folder to add to, when switched on and a host is given.
-    pub fn value(&self) -> Option<(String, String)> {
+    /// The host and folder to add to: `Ok(None)` when switched off; an
+    /// error when switched on with no host (never a silent local add).
+    pub fn value(&self) -> Result<Option<(String, String)>, String> {
+        if !self.expander.enables_expansion() {
+            return Ok(None);
+        }
         let host = self.host.text().trim().to_owned();
-        (self.expander.enables_expansion() && !host.is_empty())
-            .then(|| (host, self.cwd.text().trim().to_owned()))
+        if host.is_empty() {
+            return Err(gettext(
+                "Type the host to run the agent on, or switch Run on Another Host off",
+            ));
+        }
+        Ok(Some((host, self.cwd.text().trim().to_owned())))
     }
 
     /// The group to put in the dialog: as wide as the registry's list
