@@ -7,9 +7,20 @@
 
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 static FIGURES: OnceLock<Figures> = OnceLock::new();
+
+/// The command that measures the figures recorded next (BENCHMARKS.md's
+/// summary says it beside each).
+static COMMAND: Mutex<String> = Mutex::new(String::new());
+
+/// Names the command that gives the figures recorded from now on.
+pub fn command(command: &str) {
+    if let Ok(mut c) = COMMAND.lock() {
+        *c = command.to_owned();
+    }
+}
 
 /// Starts this run's files for `bench` (`core`, `window`).
 pub fn start(bench: &'static str) {
@@ -48,6 +59,14 @@ impl Figures {
             .ok()
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
             .unwrap_or_default();
+        // A `+` when the tree had changes of its own: the figures are of
+        // the commit and more.
+        let changed = std::process::Command::new("git")
+            .args(["status", "--porcelain", "--untracked-files=no"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .is_ok_and(|o| !o.stdout.is_empty());
+        let commit = if changed { format!("{commit}+") } else { commit };
         Figures {
             bench,
             files: vec![latest, dir.join(format!("{bench}-{time}.jsonl"))],
@@ -76,6 +95,9 @@ impl Figures {
         }
         if let Some(g) = goal {
             line["goal"] = serde_json::json!(g);
+        }
+        if let Some(c) = COMMAND.lock().ok().filter(|c| !c.is_empty()) {
+            line["command"] = serde_json::json!(*c);
         }
         for file in &self.files {
             if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(file) {

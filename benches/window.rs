@@ -43,8 +43,14 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, Instant};
 
+#[path = "window/configured.rs"]
+mod configured;
 #[path = "figures.rs"]
 mod figures;
+#[path = "window/formatted.rs"]
+mod formatted;
+#[path = "window/idle.rs"]
+mod idle;
 #[path = "window/scroll_floor.rs"]
 mod scroll_floor;
 
@@ -66,6 +72,33 @@ fn config(dir: &std::path::Path) -> std::path::PathBuf {
         serde_json::json!({"agents": [{"name": "demo", "title": "Demo", "command": demo()}], "channels": []});
     std::fs::write(&path, text.to_string()).expect("write");
     path
+}
+
+/// A configuration of demo agents named `names`.
+fn config_with(dir: &std::path::Path, names: &[String]) -> std::path::PathBuf {
+    let path = dir.join("config.json");
+    let agents: Vec<serde_json::Value> = names
+        .iter()
+        .map(|n| serde_json::json!({"name": n, "title": n, "command": demo()}))
+        .collect();
+    // Room for all of them at once (the default limit is 4).
+    let text = serde_json::json!({"agents": agents, "channels": [], "limits": {"maxRunningAgents": 16}});
+    std::fs::write(&path, text.to_string()).expect("write");
+    path
+}
+
+/// A core (with its history) over demo agents named `names`.
+fn core_with(
+    dir: &std::path::Path,
+    names: &[String],
+) -> (parley::core::services::Core, parley::core::events::EventReceiver) {
+    parley::ui::runtime::start_core(Options {
+        config_path: Some(config_with(dir, names)),
+        watch: false,
+        history: Some(dir.join("history.sqlite3")),
+        ..Default::default()
+    })
+    .expect("core")
 }
 
 fn spin_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
@@ -262,6 +295,11 @@ fn missed(gaps: &[Duration]) -> usize {
 /// the time until the end was painted (from the prompt), and the gaps
 /// between painted frames until then.
 fn floor_stream_time(app: &adw::Application, n: usize) -> (Duration, Vec<Duration>) {
+    floor_stream_time_of(app, &format!("flood {n} 40"))
+}
+
+/// The floor window under the demo agent's answer to `prompt`.
+fn floor_stream_time_of(app: &adw::Application, prompt: &str) -> (Duration, Vec<Duration>) {
     use std::sync::{Arc, Mutex};
     let dir = tempfile::tempdir().expect("tempdir");
     let (core, rx) = core_on(dir.path());
@@ -353,7 +391,7 @@ fn floor_stream_time(app: &adw::Application, n: usize) -> (Duration, Vec<Duratio
     {
         // The turn runs on the core's runtime.
         let _runtime = parley::ui::runtime::runtime().enter();
-        core.chat.send("demo", &format!("flood {n} 40")).expect("send");
+        core.chat.send("demo", prompt).expect("send");
     }
     let t = Instant::now();
     let (s, sh) = (shared.clone(), shown.clone());
@@ -417,7 +455,12 @@ fn flood_markup(text: &str) -> String {
 /// The command that starts `parley` (`floor`: this bench's own minimal
 /// libadwaita window instead) and quits after its first frame, or, with
 /// `rss`, half a second later, printing its resident memory.
-fn first_frame_command(dir: &std::path::Path, floor: bool, rss: bool) -> std::process::Command {
+fn first_frame_command(
+    dir: &std::path::Path,
+    floor: bool,
+    rss: bool,
+    agents: usize,
+) -> std::process::Command {
     let exe = std::env::current_exe().expect("exe");
     let mut c = if floor {
         let mut c = std::process::Command::new(&exe);
@@ -433,8 +476,12 @@ fn first_frame_command(dir: &std::path::Path, floor: bool, rss: bool) -> std::pr
             .expect("target dir")
             .join("parley");
         let mut c = std::process::Command::new(parley);
-        c.arg(config(dir))
-            .env("PARLEY_EXIT_AFTER_FIRST_FRAME", if rss { "rss" } else { "1" });
+        c.arg(if agents == 1 {
+            config(dir)
+        } else {
+            configured::config_of(dir, agents)
+        })
+        .env("PARLEY_EXIT_AFTER_FIRST_FRAME", if rss { "rss" } else { "1" });
         c
     };
     c.env("XDG_STATE_HOME", dir)
@@ -445,8 +492,13 @@ fn first_frame_command(dir: &std::path::Path, floor: bool, rss: bool) -> std::pr
 
 /// Exec → first painted frame of `parley`, or of the floor window.
 fn startup(dir: &std::path::Path, floor: bool) -> Duration {
+    startup_with(dir, floor, 1)
+}
+
+/// The same with `agents` demo agents configured.
+fn startup_with(dir: &std::path::Path, floor: bool, agents: usize) -> Duration {
     let t = Instant::now();
-    let status = first_frame_command(dir, floor, false)
+    let status = first_frame_command(dir, floor, false, agents)
         .stdout(std::process::Stdio::null())
         .status()
         .expect("start");
@@ -456,7 +508,13 @@ fn startup(dir: &std::path::Path, floor: bool) -> Duration {
 
 /// Resident memory (KB) half a second after the first frame.
 fn first_frame_rss(dir: &std::path::Path, floor: bool) -> u64 {
-    let out = first_frame_command(dir, floor, true).output().expect("start");
+    first_frame_rss_with(dir, floor, 1)
+}
+
+fn first_frame_rss_with(dir: &std::path::Path, floor: bool, agents: usize) -> u64 {
+    let out = first_frame_command(dir, floor, true, agents)
+        .output()
+        .expect("start");
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("rss-kb ").and_then(|n| n.trim().parse().ok()))
@@ -525,6 +583,10 @@ fn main() {
         floor_window(std::env::args().any(|a| a == "rss"));
         return;
     }
+    if std::env::args().any(|a| a == "--configured-window") {
+        configured::configured_window();
+        return;
+    }
     if !std::env::args().any(|a| a == "--bench") {
         println!("benchmarks run with `xvfb-run -a cargo bench --bench window`");
         return;
@@ -545,7 +607,7 @@ fn main() {
     parley::ui::application::load_css();
     // On Wayland (`build-aux/bench-wayland.sh`) the figures are kept apart
     // from those under Xvfb: GTK 4.8's X11 backend makes round trips to
-    // the server for each layout, Wayland's none (BENCHMARKS.md).
+    // the server for each layout, Wayland's none (docs/benchmarks-history.md).
     let wayland = gtk::gdk::Display::default().is_some_and(|d| d.type_().name() == "GdkWaylandDisplay");
     figures::start(if wayland { "window-wayland" } else { "window" });
     // `-- 20000` measures one stream (for profiling), `-- long` the long
@@ -574,11 +636,31 @@ fn main() {
         text_figure();
         return;
     }
+    if std::env::args().any(|a| a == "idle") {
+        idle::idle_figure(&app);
+        return;
+    }
+    if std::env::args().any(|a| a == "formatted") {
+        formatted::formatted_figure(&app);
+        return;
+    }
+    if std::env::args().any(|a| a == "agents") {
+        formatted::agents_figure(&app);
+        return;
+    }
+    if std::env::args().any(|a| a == "configured") {
+        configured::configured_figure();
+        return;
+    }
     let sizes: Vec<usize> = std::env::args().filter_map(|a| a.parse().ok()).collect();
     if sizes.is_empty() {
         startup_figure();
+        configured::configured_figure();
         text_figure();
         idle_memory_figure(&app);
+        idle::idle_figure(&app);
+        formatted::formatted_figure(&app);
+        formatted::agents_figure(&app);
         long_figure(&app);
         open_figure(&app);
     }
@@ -600,6 +682,7 @@ fn main() {
 /// 100 times: by a text block, and by the selectable label it replaces
 /// (the floor it must beat), in turns, median of 7.
 fn text_figure() {
+    figures::command("GSK_RENDERER=cairo xvfb-run -a cargo bench --bench window -- text");
     use parley::ui::widgets::{message_parts, text_block::TextBlock};
     let md: String = (0..26)
         .map(|i| format!("lorem *ipsum* `dolor` sit amet, co{i:07}\n"))
@@ -726,6 +809,33 @@ fn terminal_core_time(bytes: usize) -> Duration {
 }
 
 fn terminal_figure(app: &adw::Application, bytes: usize) {
+    figures::command("GSK_RENDERER=cairo xvfb-run -a cargo bench --bench window -- terminal");
+    let mut runs: Vec<(Duration, Duration)> = (0..3).map(|_| terminal_once(app, bytes)).collect();
+    runs.sort_by(|a, b| {
+        (a.0.as_secs_f64() / a.1.as_secs_f64()).total_cmp(&(b.0.as_secs_f64() / b.1.as_secs_f64()))
+    });
+    let (total, core) = runs[1];
+    println!(
+        "terminal {} MB: window ÷ core {:.2} (median of 3; {:.2}–{:.2})   goal: ≤ 1.3",
+        bytes / 1_000_000,
+        total.as_secs_f64() / core.as_secs_f64(),
+        runs[0].0.as_secs_f64() / runs[0].1.as_secs_f64(),
+        runs[2].0.as_secs_f64() / runs[2].1.as_secs_f64()
+    );
+    figures::record(
+        &format!(
+            "terminal printing {} MB, window time (median of 3)",
+            bytes / 1_000_000
+        ),
+        total.as_secs_f64() * 1e3,
+        "ms",
+        Some(core.as_secs_f64() * 1e3),
+        Some(1.3),
+    );
+}
+
+/// One run of the terminal figure: the window's time and the core's.
+fn terminal_once(app: &adw::Application, bytes: usize) -> (Duration, Duration) {
     let core = terminal_core_time(bytes);
     let dir = tempfile::tempdir().expect("tempdir");
     let (c, rx) = core_on(dir.path());
@@ -774,6 +884,7 @@ fn terminal_figure(app: &adw::Application, bytes: usize) {
     );
     win.close();
     parley::ui::runtime::runtime().block_on(c.shutdown());
+    (total, core)
 }
 
 /// The calling thread's time on a core, and waiting for one (Linux's
@@ -882,6 +993,7 @@ fn long_message(i: usize) -> parley::core::types::message::Message {
 }
 
 fn long_figure(app: &adw::Application) {
+    figures::command("GSK_RENDERER=cairo xvfb-run -a cargo bench --bench window -- long");
     let dir = tempfile::tempdir().expect("tempdir");
     let (core, rx) = core_on(dir.path());
     let win = shown_window(app, &core, rx);
@@ -986,7 +1098,7 @@ fn long_figure(app: &adw::Application) {
 /// painting, the main thread's time on a core meanwhile, and its time
 /// waiting for a core (runnable, another thread on it). The rest of the
 /// frame the thread was blocked: under Xvfb, the profile finds it waiting
-/// for the X server's replies (BENCHMARKS.md). Time the host takes from
+/// for the X server's replies (docs/benchmarks-history.md). Time the host takes from
 /// a virtual machine's core while the thread runs may land there too.
 #[derive(Clone, Copy)]
 struct Frame {
@@ -1248,7 +1360,7 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
     spin_until(Duration::from_millis(500), || false);
 
     if std::env::var_os("PARLEY_BENCH_FRAMES").is_some() {
-        // A mark to attach a profiler at (see BENCHMARKS.md).
+        // A mark to attach a profiler at (see docs/benchmarks-history.md).
         println!("long conversation: the scroll of {size} messages begins");
     }
     let log = log_frames(&win.frame_clock().expect("frame clock"));
@@ -1358,6 +1470,7 @@ fn scroll_figure(win: &ParleyWindow, size: usize) {
 
 /// The window's resident memory, idle with 4 demo agents ready.
 fn idle_memory_figure(app: &adw::Application) {
+    figures::command("GSK_RENDERER=cairo xvfb-run -a cargo bench --bench window -- memory");
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("config.json");
     let agents: Vec<serde_json::Value> = (1..=4)
@@ -1395,6 +1508,7 @@ fn idle_memory_figure(app: &adw::Application) {
 /// Start-up and memory of `parley` (its window, the core, no agent
 /// started) against the floor window, in turns in the same run.
 fn startup_figure() {
+    figures::command("GSK_RENDERER=cairo xvfb-run -a cargo bench --bench window -- startup");
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut ours, mut floor) = (Vec::new(), Vec::new());
     for _ in 0..7 {
@@ -1427,6 +1541,9 @@ fn startup_figure() {
 }
 
 fn stream_figure(app: &adw::Application, n: usize) {
+    figures::command(&format!(
+        "GSK_RENDERER=cairo xvfb-run -a cargo bench --bench window -- {n}"
+    ));
     // Shared machines drift: three runs, each against its own core time
     // and its own floor window, and the median ratio.
     struct Run {
@@ -1556,7 +1673,22 @@ fn stream_figure(app: &adw::Application, n: usize) {
         ms(of.total),
         "ms",
         Some(ms(of.floor_total)),
+        Some(1.1),
+    );
+    // Round three's goals: what Parley adds over the floor window.
+    figures::record(
+        &format!("stream {n} chunks, longest stall over {floor}'s"),
+        ms(worst) - ms(floor_worst),
+        "ms",
         None,
+        Some(4.0),
+    );
+    figures::record(
+        &format!("stream {n} chunks, frames that missed a refresh over {floor}'s (3 runs)"),
+        missed_ours.iter().sum::<usize>() as f64 - missed_floor.iter().sum::<usize>() as f64,
+        "frames",
+        None,
+        Some(0.0),
     );
     figures::record(
         &format!("stream {n} chunks, {floor}'s longest stall"),
@@ -1621,6 +1753,7 @@ fn store_history(core: &parley::core::services::Core, n: usize, others: usize) -
 }
 
 fn open_figure(app: &adw::Application) {
+    figures::command("GSK_RENDERER=cairo xvfb-run -a cargo bench --bench window -- open");
     let dir = tempfile::tempdir().expect("tempdir");
     let (core, rx) = core_on(dir.path());
     let id = store_history(&core, 10_000, 1_000);
@@ -1679,6 +1812,14 @@ fn open_figure(app: &adw::Application) {
         "ms",
         Some(floor.as_secs_f64() * 1e3),
         None,
+    );
+    // The goal is in time: drawn within 100 ms.
+    figures::record(
+        "open 10,000 stored messages, until drawn",
+        opened.as_secs_f64() * 1e3,
+        "ms",
+        None,
+        Some(100.0),
     );
     println!(
         "open: in the window's model after {:.1} ms, last row laid out after {:.1} ms, painted after {:.1} ms",

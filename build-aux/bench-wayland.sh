@@ -4,7 +4,7 @@
 # GTK 4.8's X11 backend asks the X server for the monitor and its work
 # area, synchronously, each time it lays a window out: on a virtual
 # machine each such round trip waits for the other core to wake. On
-# Wayland a layout asks the compositor nothing (BENCHMARKS.md, "Round two,
+# Wayland a layout asks the compositor nothing (docs/benchmarks-history.md, "Round two,
 # on Wayland"). weston draws nothing here (its headless backend's default),
 # as a compositor on a GPU costs the cores next to nothing. The figures
 # are the bench's `window-wayland` (target/bench/window-wayland-*.jsonl).

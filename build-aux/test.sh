@@ -61,6 +61,21 @@ else
   failed=$((failed + 1))
   status=1
 fi
+# A short subset of the benchmarks (validation, core ingest, agent start:
+# seconds, on the release build the first run made) fails on a 50 %
+# regression of a figure's ratio against the recorded BENCHMARKS.jsonl.
+# Timings are never asserted by a test; this compares ratios to floors
+# measured in the same run (BENCHMARKS.md).
+echo "== benchmarks, CI subset: cargo bench --bench core -- --ci validate ingest start"
+if timeout 1200 cargo bench --bench core -- --ci validate ingest start 2>&1 | grep -v "^ *Compiling" &&
+  build-aux/bench-compare.sh --threshold 50 --match '^(validate|ingest from the pipe .*\(median\)|agent start)' \
+    BENCHMARKS.jsonl target/bench/core-latest.jsonl; then
+  passed=$((passed + 1))
+else
+  echo "the benchmarks' CI subset regressed by over 50 % (above)"
+  failed=$((failed + 1))
+  status=1
+fi
 if [ "$circles" -eq 0 ]; then
   passed=$((passed + 1))
 else

@@ -63,7 +63,7 @@ struct State {
 /// widget that moves its children or grows is. GTK 4.8 then lays out the
 /// window, and on X11 that asks the X server where the window is and what
 /// its work area is: five round trips a frame without a window manager
-/// (BENCHMARKS.md).
+/// (docs/benchmarks-history.md).
 pub fn laid_out() -> bool {
     std::env::var_os("PARLEY_BENCH_FLOOR_LAYOUT").is_some()
 }

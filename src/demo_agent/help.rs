@@ -69,6 +69,7 @@ turn (its text and the agent text streamed), session-info stores the title.
 
 Prompt keywords (the prompt's first word):
   flood N M            N text chunks of M bytes, as fast as possible
+  flood-file PATH N    the text of PATH (UTF-8) in N chunks, as fast as possible
   slow N MS            N text chunks, MS milliseconds apart
   stop REASON          end the turn with end_turn, max_tokens,
                        max_turn_requests or refusal

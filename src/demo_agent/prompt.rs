@@ -68,6 +68,7 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
     let rest = |i: usize| w.get(i..).map(|r| r.join(" ")).unwrap_or_default();
     let stop = match first {
         "flood" => turns::flood(&agent, &sid, num(1, 2000), num(2, 40) as usize),
+        "flood-file" => turns::flood_file(&agent, &sid, word(1, ""), num(2, 1000)),
         "slow" => turns::slow(&agent, &sid, num(1, 20), num(2, 50)).await,
         "stop" => turns::stop(&agent, &sid, word(1, "end_turn")),
         "wait" => turns::wait(&agent, &sid).await,

@@ -40,6 +40,37 @@ pub(super) fn flood(agent: &Agent, sid: &str, n: u64, m: usize) -> String {
     "end_turn".to_string()
 }
 
+/// `flood-file PATH N`: the text of `path` in `n` chunks of about the same
+/// size (cut at character boundaries), as fast as possible: a long reply of
+/// any shape (the window bench's heavily formatted Markdown).
+pub(super) fn flood_file(agent: &Agent, sid: &str, path: &str, n: u64) -> String {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) => {
+            agent.chunk(sid, "agent_message_chunk", &format!("cannot read {path}: {e}"));
+            return "end_turn".to_string();
+        }
+    };
+    let size = text.len().div_ceil(n.max(1) as usize).max(1);
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut rest = text.as_str();
+    while !rest.is_empty() {
+        let mut end = size.min(rest.len());
+        while !rest.is_char_boundary(end) {
+            end += 1;
+        }
+        let (chunk, tail) = rest.split_at(end);
+        rest = tail;
+        let text = serde_json::to_string(chunk).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{sid}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":{text}}}}}}}}}"#
+        );
+    }
+    let _ = out.flush();
+    "end_turn".to_string()
+}
+
 /// `slow N MS`: `n` text chunks, `ms` milliseconds apart.
 pub(super) async fn slow(agent: &Agent, sid: &str, n: u64, ms: u64) -> String {
     for i in 0..n {

@@ -8,7 +8,7 @@
 //! what came since the last one, and a frame never waits for an apply that
 //! the main loop happened to start just before it: applied at a rate of
 //! their own, a flood made every other frame light and the next one heavy,
-//! and the heavy ones missed their refresh (BENCHMARKS.md).
+//! and the heavy ones missed their refresh (docs/benchmarks-history.md).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -137,7 +137,7 @@ fn merge(into: &mut Event, next: &Event) -> bool {
 /// A thread between the core and the main loop that joins consecutive text
 /// deltas of one part into one event: a flooding agent sends some 20,000
 /// chunks a frame, and receiving, applying and dropping each on the main
-/// thread cost ~8 ms a frame (BENCHMARKS.md). Order is kept: only
+/// thread cost ~8 ms a frame (docs/benchmarks-history.md). Order is kept: only
 /// neighbours are joined.
 fn coalesce(rx: EventReceiver) -> EventReceiver {
     let (tx, out) = crate::core::events::channel();

@@ -21,7 +21,7 @@ pub(super) struct UpdateLine<'a> {
 /// into plain structs: the protocol's own types are internally tagged
 /// enums, which serde decodes by buffering every field first; for the
 /// thousands of chunks of a streamed answer that was most of the core's
-/// work (BENCHMARKS.md). Any other field (annotations, `messageId`,
+/// work (docs/benchmarks-history.md). Any other field (annotations, `messageId`,
 /// `_meta`, an `id`) makes it fail, and the line takes the general path,
 /// so nothing is lost.
 #[derive(serde::Deserialize)]

@@ -244,7 +244,7 @@ const AGENT_PIPE_BYTES: libc::c_int = 1 << 20;
 /// default 64 KiB a fast agent fills the pipe and waits, and each read of
 /// Parley's wakes it again; on virtual machines such a wake-up of the other
 /// core is costly (a 100,000-chunk flood: about a fifth of its ingest, see
-/// BENCHMARKS.md). Where the system refuses, the pipe stays as it was.
+/// docs/benchmarks-history.md). Where the system refuses, the pipe stays as it was.
 pub fn widen_pipe(fd: &impl AsRawFd) {
     // SAFETY: F_SETPIPE_SZ on a descriptor the caller holds open; it
     // touches only the pipe's capacity.

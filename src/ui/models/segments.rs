@@ -3,7 +3,7 @@
 //! A long answer is not one row: the list view lays out and draws only the
 //! rows on screen, so a 4 MB answer costs what its visible part costs, and
 //! while it streams only its last row (the tail) is rendered again. Without
-//! this every frame laid out the whole message (BENCHMARKS.md).
+//! this every frame laid out the whole message (docs/benchmarks-history.md).
 //!
 //! Rows end after a blank line, after a closing code fence, or after any
 //! line once the row has reached [`MAX_SEGMENT`] bytes; never inside a code

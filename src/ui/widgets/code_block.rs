@@ -5,7 +5,7 @@
 //! cost: it highlights what it shows while it is drawn, keeps a text
 //! layout of its own, and is slow to make and to destroy: in a long
 //! scroll, 9 of the 11.6 % of the main thread's time that went to
-//! drawing, and 6 % more to destroying (BENCHMARKS.md, "Round two, code
+//! drawing, and 6 % more to destroying (docs/benchmarks-history.md, "Round two, code
 //! blocks"). The highlighting is the same, read from a buffer's tags into
 //! Pango markup; the block is selectable as any text block is (a label
 //! takes its place when the pointer or the focus comes).
@@ -21,7 +21,7 @@ use crate::ui::markdown::{escape, visible};
 /// Code longer than this, in bytes, is shown by a `GtkSourceView`, which
 /// lays out and highlights only what is on screen, in idle time: a block
 /// is highlighted and laid out whole, which is for code that fits in a
-/// frame (BENCHMARKS.md, "Round two, code blocks").
+/// frame (docs/benchmarks-history.md, "Round two, code blocks").
 const MAX_BLOCK: usize = 4 * 1024;
 
 /// A block showing `text` as code of the language `lang` (a fence's info

@@ -130,7 +130,7 @@ impl MessageRow {
     /// The row changed. In a list it is drawn again when the list next
     /// lays it out, not now: a streamed row changes every frame, and one
     /// that scrolls off the page before then is never drawn again
-    /// (BENCHMARKS.md, "Round two, where the frames go").
+    /// (docs/benchmarks-history.md, "Round two, where the frames go").
     fn changed(&self) {
         let in_list = self.parent().and(self.imp().on_changed.borrow().clone());
         match in_list {
@@ -275,7 +275,7 @@ const KEPT_CONTENTS: usize = 256;
 /// was last used. The conversation's list lets a row's widget go when it
 /// leaves the page and binds another when it comes back (scrolling back
 /// and forth, paging through search hits); drawing a tool card or a
-/// paragraph again each time would cost most of a frame (BENCHMARKS.md).
+/// paragraph again each time would cost most of a frame (docs/benchmarks-history.md).
 #[derive(Default)]
 struct Contents {
     map: std::collections::HashMap<RowObject, (u64, gtk::Box, u64)>,

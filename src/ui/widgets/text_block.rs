@@ -5,7 +5,7 @@
 //! it is measured: as one line (its natural width), at its narrowest (its
 //! minimum width), at the width it is asked about, and again when
 //! allocated. For a row of 1 KB that is 2.5–4 ms, and a stream shows a new
-//! page of rows every frame (BENCHMARKS.md). A `TextBlock` answers the
+//! page of rows every frame (docs/benchmarks-history.md). A `TextBlock` answers the
 //! width from font metrics alone and keeps one Pango layout, so the height
 //! at a width and the drawing share one layout: 0.4 of the label's time
 //! (`cargo bench --bench window -- text`).
@@ -28,6 +28,18 @@ use crate::ui::markdown::Link;
 /// Wide enough for a few words: the label's `width-chars` (see
 /// `text_label::label`).
 const MIN_CHARS: i32 = 20;
+
+thread_local! {
+    /// How many times a text block has drawn itself on this thread: the
+    /// window bench's proof that a conversation at rest draws nothing.
+    static DRAWN: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many times text blocks have drawn themselves so far (GTK keeps a
+/// widget's drawing until it asks to draw again).
+pub fn drawn() -> u64 {
+    DRAWN.with(Cell::get)
+}
 
 mod imp {
     use super::*;
@@ -145,6 +157,7 @@ mod imp {
         }
 
         fn snapshot(&self, snapshot: &gtk::Snapshot) {
+            DRAWN.with(|d| d.set(d.get() + 1));
             let obj = self.obj();
             if let Some(label) = self.label.borrow().as_ref() {
                 obj.snapshot_child(label, snapshot);

@@ -17,7 +17,7 @@ pub fn label(markup: &str) -> gtk::Label {
     l.set_wrap_mode(gtk::pango::WrapMode::WordChar);
     // Without a width in characters, GTK measures a wrapping label's
     // minimum width by laying it out a character per line: 5 ms for 1 KB
-    // (BENCHMARKS.md). Messages are never that narrow anyway.
+    // (docs/benchmarks-history.md). Messages are never that narrow anyway.
     l.set_width_chars(20);
     l.set_xalign(0.0);
     l.set_selectable(true);

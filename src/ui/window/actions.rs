@@ -96,7 +96,7 @@ impl ParleyWindow {
         self.add_action(&edit);
         // The shortcuts window is built the first time it is asked for, not
         // before the first frame: parsing it took ~9 ms of start-up
-        // (BENCHMARKS.md). `set_help_overlay` keeps this action.
+        // (docs/benchmarks-history.md). `set_help_overlay` keeps this action.
         let shortcuts = gio::SimpleAction::new("show-help-overlay", None);
         shortcuts.connect_activate(glib::clone!(
             #[weak(rename_to = win)]

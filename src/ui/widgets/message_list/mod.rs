@@ -3,7 +3,7 @@
 //!
 //! GTK 4.8's list view keeps up to 200 rows bound around the one it is
 //! anchored to and binds them again while scrolling; with long rows (code,
-//! tool cards, diffs) that was most of a frame (BENCHMARKS.md). This list
+//! tool cards, diffs) that was most of a frame (docs/benchmarks-history.md). This list
 //! binds, measures and lays out only the rows on the page, plus the one
 //! with the keyboard focus, and binds rows a page above and below in idle
 //! time. It knows every other row by its height: as measured when it was
@@ -468,7 +468,7 @@ impl ListWidget for MessageList {
     /// Empties the spare rows after the layout, in an idle between
     /// frames (emptying one queues a resize, see `layout`). Emptying them
     /// within the frame instead, in its update phase or when a spare is
-    /// bound again, made frames of a fast flick longer (BENCHMARKS.md).
+    /// bound again, made frames of a fast flick longer (docs/benchmarks-history.md).
     fn schedule_clear(&self) {
         self.once_in_idle(
             |imp| &imp.clear_pending,
