@@ -54,13 +54,23 @@ compared = 0
 for key in sorted(set(old) | set(new)):
     bench, figure = key
     if key not in old or key not in new:
-        print(f"  {bench:7} {figure:45} only in {'the new' if key in new else 'the old'} run")
+        # A figure asked for by --match that the new run lacks: its bench
+        # did not get that far.
+        missing = bool(pattern) and key not in new
+        worse += missing
+        print(f"{'GONE' if missing else '':5} {bench:7} {figure:45} only in {'the new' if key in new else 'the old'} run")
         continue
     (a, ratio, unit), (b, _, _) = old[key], new[key]
     compared += 1
-    change = (b / a - 1.0) * 100 if a else 0.0
     what = "ratio" if ratio else unit
-    flag = "WORSE" if change > threshold else ""
+    if a > 0:
+        change = (b / a - 1.0) * 100
+        flag = "WORSE" if change > threshold else ""
+    else:
+        # From nothing (0 frames) or below (a difference to a floor): any
+        # rise is worse; there is no percentage of it.
+        change = float("inf") if b > a else 0.0
+        flag = "WORSE" if b > a else ""
     worse += bool(flag)
     print(f"{flag:5} {bench:7} {figure:45} {a:10.3f} -> {b:10.3f} {what:6} {change:+6.1f} %")
 print(f"{worse} of {compared} figure(s) more than {threshold:g} % worse")

@@ -44,10 +44,7 @@ def number(v, unit=""):
     return f"{text} {unit}".strip()
 
 
-def met(line):
-    goal = line.get("goal")
-    if goal is None:
-        return None
+def met(line, goal):
     return line.get("ratio", line["value"]) <= goal + 1e-9
 
 
@@ -80,7 +77,8 @@ def main(argv):
             without.append(f"| {what} | {measured} | {floor} | {ratio} | `{command}` |")
             continue
         goal = f"≤ {number(last['goal'])}" + ("" if "ratio" in last else f" {last.get('unit', '')}")
-        outcomes = [met(d) for d in lines[-3:]]
+        # Each run against today's goal (older lines may have had another).
+        outcomes = [met(d, last["goal"]) for d in lines[-3:]]
         marks = "".join("✓" if o else "✗" for o in outcomes)
         # "?": every recorded run met it, but there are fewer than three.
         verdict = "✗" if not all(outcomes) else "✓" if len(outcomes) == 3 else "?"

@@ -66,10 +66,16 @@ fi
 # regression of a figure's ratio against the recorded BENCHMARKS.jsonl.
 # Timings are never asserted by a test; this compares ratios to floors
 # measured in the same run (BENCHMARKS.md).
+# A regression must show in two runs: one slow run on a shared machine
+# (agent start's floor is 2 ms) is not one.
 echo "== benchmarks, CI subset: cargo bench --bench core -- --ci validate ingest start"
-if timeout 1200 cargo bench --bench core -- --ci validate ingest start 2>&1 | grep -v "^ *Compiling" &&
-  build-aux/bench-compare.sh --threshold 50 --match '^(validate|ingest from the pipe .*\(median\)|agent start)' \
-    BENCHMARKS.jsonl target/bench/core-latest.jsonl; then
+bench_subset() {
+  timeout 1200 cargo bench --bench core -- --ci validate ingest start 2>&1 | grep -v "^ *Compiling" &&
+    build-aux/bench-compare.sh --threshold 50 \
+      --match '^(validate|ingest from the pipe .*\(median, CI subset\)|agent start)' \
+      BENCHMARKS.jsonl target/bench/core-latest.jsonl
+}
+if bench_subset || { echo "== again, to tell a regression from a slow run"; bench_subset; }; then
   passed=$((passed + 1))
 else
   echo "the benchmarks' CI subset regressed by over 50 % (above)"

@@ -130,18 +130,23 @@ pub fn configured_figure() {
     for _ in 0..3 {
         let out = std::process::Command::new(&exe)
             .arg("--configured-window")
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
             .output()
             .expect("window");
-        window.push(
-            String::from_utf8_lossy(&out.stdout)
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix("rss-kb ")
-                        .and_then(|n| n.trim().parse::<u64>().ok())
-                })
-                .unwrap_or(0),
+        let rss = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("rss-kb ")
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        // A window that failed would pass with nothing resident.
+        assert!(
+            out.status.success() && rss > 0,
+            "the configured window failed: {}",
+            out.status
         );
+        window.push(rss);
         floors.push(first_frame_rss_with(dir.path(), true, 0));
         serve.push(serve_cost(dir.path()));
     }

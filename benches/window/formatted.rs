@@ -1,4 +1,4 @@
-//! A heavily formatted reply (`-- formatted`): 1 MB of Markdown with 200
+//! A heavily formatted reply (`-- formatted`): 1.2 MB of Markdown with 200
 //! tables, 1,000 fenced code blocks in 20 languages, long lines and 10,000
 //! list items, streamed by the demo agent in 10,000 chunks
 //! (`flood-file`) into the shown conversation. Figures: the time until its
@@ -37,13 +37,13 @@ const LANGUAGES: [&str; 20] = [
     "haskell",
 ];
 
-/// The heavily formatted reply: about 1 MB of Markdown.
+/// The heavily formatted reply: about 1.2 MB of Markdown.
 pub fn formatted_markdown() -> String {
     let mut md = String::with_capacity(1 << 20);
     let mut item = 0;
     for section in 0..200 {
         md.push_str(&format!("## Section {section}: what changed and why\n\n"));
-        // A paragraph with long lines (no break for 2,000 characters).
+        // A paragraph of one long line (about 1,000 characters).
         let long: String =
             "The parser keeps **each** token's span and `offset` so that the error can point at it; "
                 .repeat(12);
@@ -161,11 +161,12 @@ pub fn formatted_figure(app: &adw::Application) {
         win.composer().text_view().buffer().set_text(&prompt);
         win.composer().send();
         let w = win.clone();
-        spin_until(Duration::from_secs(600), move || {
+        let done = spin_until(Duration::from_secs(600), move || {
             last_text_len(&w, "demo") >= len
                 && w.agent("demo").is_some_and(|a| !a.conversation().answering())
                 && w.last_row_shown()
         });
+        assert!(done, "the formatted reply did not end on screen");
         let painted = log.frames.borrow().len();
         spin_until(Duration::from_secs(30), || log.frames.borrow().len() > painted);
         let total = t.elapsed();
@@ -204,35 +205,35 @@ pub fn formatted_figure(app: &adw::Application) {
         ms(total) / ms(core)
     );
     figures::record(
-        "formatted reply of 1 MB, window time (median of 3)",
+        "formatted reply of 1.2 MB, window time (median of 3)",
         ms(total),
         "ms",
         Some(ms(core)),
         Some(1.3),
     );
     figures::record(
-        "formatted reply of 1 MB, frames with over 16 ms of work (3 runs)",
+        "formatted reply of 1.2 MB, frames with over 16 ms of work (3 runs)",
         runs.iter().map(|r| r.2).sum::<usize>() as f64,
         "frames",
         None,
         Some(0.0),
     );
     figures::record(
-        "formatted reply of 1 MB, the window's growth",
+        "formatted reply of 1.2 MB, the window's growth",
         grown as f64 / 1024.0,
         "MB",
         None,
         None,
     );
     figures::record(
-        "formatted reply of 1 MB, window time against the floor window's",
+        "formatted reply of 1.2 MB, window time against the floor window's",
         ms(total),
         "ms",
         Some(ms(floor)),
         None,
     );
     figures::record(
-        "formatted reply of 1 MB, the floor window's time",
+        "formatted reply of 1.2 MB, the floor window's time",
         ms(floor),
         "ms",
         Some(ms(core)),

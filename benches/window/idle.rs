@@ -11,6 +11,8 @@
 
 use std::cell::Cell;
 
+use gtk::glib::translate::IntoGlib;
+
 use super::*;
 
 /// What 30 s at rest came to.
@@ -39,34 +41,64 @@ fn wakeups() -> u64 {
         .unwrap_or(0)
 }
 
+thread_local! {
+    /// Renders of any surface on this thread (`count_renders`).
+    static RENDERS: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Counts every emission of `GdkSurface::render` (the surface drawing
+/// some damage). A handler cannot: GTK's own handler, connected when the
+/// window is realized, returns TRUE and ends the emission before a later
+/// one runs; an emission hook runs before the handlers.
+fn count_renders() {
+    unsafe extern "C" fn hook(
+        _hint: *mut glib::gobject_ffi::GSignalInvocationHint,
+        _n: u32,
+        _params: *const glib::gobject_ffi::GValue,
+        _data: glib::ffi::gpointer,
+    ) -> glib::ffi::gboolean {
+        RENDERS.with(|r| r.set(r.get() + 1));
+        glib::ffi::GTRUE
+    }
+    let id = glib::subclass::signal::SignalId::lookup("render", gtk::gdk::Surface::static_type())
+        .expect("GdkSurface::render");
+    // SAFETY: the hook only touches this thread's counter; it stays for the
+    // process's life (no destroy notify needed for null data).
+    unsafe {
+        glib::gobject_ffi::g_signal_add_emission_hook(
+            id.into_glib(),
+            0,
+            Some(hook),
+            std::ptr::null_mut(),
+            None,
+        );
+    }
+}
+
 fn rest(win: &ParleyWindow, span: Duration) -> Rest {
     let clock = win.frame_clock().expect("frame clock");
     let frames = Rc::new(Cell::new(0u64));
     let f = frames.clone();
     let handler = clock.connect_after_paint(move |_| f.set(f.get() + 1));
-    let rendered = Rc::new(Cell::new(0u64));
-    let r = rendered.clone();
-    let surface = win.surface().expect("surface");
-    // Before GTK's own handler, which it lets run.
-    let render = surface.connect_render(move |_, _| {
-        r.set(r.get() + 1);
-        false
-    });
     let main_loop = glib::MainLoop::new(None, false);
     let m = main_loop.clone();
     glib::timeout_add_local_once(span, move || m.quit());
-    let (drawn, woken, sched) = (parley::ui::widgets::text_block::drawn(), wakeups(), schedstat());
+    let (drawn, woken, sched, renders) = (
+        parley::ui::widgets::text_block::drawn(),
+        wakeups(),
+        schedstat(),
+        RENDERS.with(Cell::get),
+    );
     main_loop.run();
     let rest = Rest {
         frames: frames.get(),
-        rendered: rendered.get(),
+        rendered: RENDERS.with(Cell::get) - renders,
         wakeups: wakeups() - woken,
         drawn: parley::ui::widgets::text_block::drawn() - drawn,
         on_core: schedstat().on_core.saturating_sub(sched.on_core),
         span,
     };
     clock.disconnect(handler);
-    surface.disconnect(render);
     rest
 }
 
@@ -149,8 +181,15 @@ pub fn idle_figure(app: &adw::Application) {
     // blinking (GTK stops it after 10 s without a key).
     spin_until(Duration::from_secs(1), || false);
     let adjustment = win.conversation_view().scroller().vadjustment();
+    count_renders();
+    let before = RENDERS.with(Cell::get);
     adjustment.set_value((adjustment.upper() - adjustment.page_size()) / 2.0);
     spin_until(Duration::from_secs(11), || false);
+    // The counter counts: scrolling drew.
+    assert!(
+        RENDERS.with(Cell::get) > before,
+        "the scroll was not counted as drawn"
+    );
     let at_rest = rest(&win, span);
     at_rest.say("with 20,000 messages scrolled to the middle");
     at_rest.record("with 20,000 messages");
