@@ -2245,6 +2245,8 @@ mod model_api;
 #[path = "ui/real_agents.rs"]
 mod real_agents;
 
+#[path = "ui/agent_rows.rs"]
+mod agent_rows;
 #[path = "ui/changes.rs"]
 mod changes;
 #[path = "ui/pickers_fit.rs"]
@@ -3114,6 +3116,10 @@ fn main() {
     type Test = fn(&adw::Application) -> Result<(), String>;
     let tests: &[(&str, Test)] = &[
         ("ui::smoke_window_opens_with_an_empty_sidebar", smoke),
+        (
+            "ui::an_agent_rows_menu_is_made_when_it_opens",
+            agent_rows::an_agent_rows_menu_is_made_when_it_opens,
+        ),
         ("ui::demo_turn_with_permission_banner", demo_turn_with_permission),
         ("ui::hostile_permission_title", hostile_permission_title),
         ("ui::layout_from_phone_to_wide", layout_from_phone_to_wide),
