@@ -301,6 +301,12 @@ fn sign_in_in_a_terminal(app: &adw::Application) -> Result<(), String> {
     }
     terminal.feed_child("yes\n");
     spin_until("the page to give way", Duration::from_secs(20), || !page.active())?;
+    spin_until("\"Signed in to Demo Agent\" said", Duration::from_secs(5), || {
+        parley::ui::a11y::recent_announcements()
+            .iter()
+            .any(|a| a == "Signed in to Demo Agent")
+    })
+    .map_err(|e| format!("{e}: {:?}", parley::ui::a11y::recent_announcements()))?;
     spin_until(
         "the message sent again and answered",
         Duration::from_secs(20),
@@ -2071,10 +2077,10 @@ fn attention_inbox_and_rules(app: &adw::Application) -> Result<(), String> {
             .iter()
             .any(|t| t.contains("Name is required"))
     })?;
-    let entry = descendants::<adw::EntryRow>(form.upcast_ref())
+    let entry = descendants::<gtk::Entry>(form.upcast_ref())
         .into_iter()
         .next()
-        .ok_or("no entry row")?;
+        .ok_or("no entry")?;
     entry.set_text("Ada");
     submit.emit_clicked();
     spin_until("the form answered", Duration::from_secs(10), || {
@@ -2259,6 +2265,8 @@ mod sshd;
 mod steering;
 #[path = "ui/tab_order.rs"]
 mod tab_order;
+#[path = "ui/text_and_direction.rs"]
+mod text_and_direction;
 
 /// Add Agent: the empty sidebar's button, the registry's list (icons,
 /// versions, licences, "Added"), search, an install that ends on the
@@ -2849,6 +2857,17 @@ fn keyboard_only(mode: &str, width: Option<i32>) -> Result<(), String> {
 }
 
 fn keyboard_only_on(mode: &str, width: Option<i32>, config_text: &str) -> Result<(), String> {
+    atspi_script("a11y-keyboard.py", mode, width, config_text, &[])
+}
+
+/// Runs `tests/SCRIPT MODE` against a real `parley` on `config_text`.
+fn atspi_script(
+    script: &str,
+    mode: &str,
+    width: Option<i32>,
+    config_text: &str,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Result<(), String> {
     let home = tempfile::tempdir().map_err(|e| e.to_string())?;
     let h = home.path();
     let config = h.join("config.json");
@@ -2861,6 +2880,7 @@ fn keyboard_only_on(mode: &str, width: Option<i32>, config_text: &str) -> Result
         .env_remove("GTK_A11Y")
         // Add Agent stays offline: nothing listens on port 9 here.
         .env("PARLEY_REGISTRY_URL", "http://127.0.0.1:9/registry.json")
+        .envs(env.iter().copied())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     match width {
@@ -2882,7 +2902,11 @@ fn keyboard_only_on(mode: &str, width: Option<i32>, config_text: &str) -> Result
     let mut parley = cmd.spawn().map_err(|e| e.to_string())?;
     std::thread::sleep(Duration::from_millis(2500));
     let out = std::process::Command::new("/usr/bin/python3")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/a11y-keyboard.py"))
+        .arg(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests")
+                .join(script),
+        )
         .arg(mode)
         .output();
     let _ = parley.kill();
@@ -2904,6 +2928,100 @@ fn keyboard_only_on(mode: &str, width: Option<i32>, config_text: &str) -> Result
                 .map(|l| format!(" ({l})"))
                 .unwrap_or_default()
         ))
+    }
+}
+
+/// The views added since the first rounds, by keyboard and screen reader
+/// (see `tests/a11y-views.py` for what each mode does).
+fn views_by_keyboard_and_screen_reader(_app: &adw::Application) -> Result<(), String> {
+    let cwd = tempfile::tempdir().map_err(|e| e.to_string())?;
+    for (name, text) in [
+        ("notes.md", "# Notes\n"),
+        ("notebook.txt", "pages\n"),
+        ("Cargo.toml", ""),
+    ] {
+        std::fs::write(cwd.path().join(name), text).map_err(|e| e.to_string())?;
+    }
+    let in_cwd = format!(
+        r#"{{"agents": [{{"name": "demo", "title": "Demo Agent", "command": "{}", "cwd": "{}"}}]}}"#,
+        env!("CARGO_BIN_EXE_parley-demo-agent"),
+        cwd.path().display()
+    );
+    let signing = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let mut failures = Vec::new();
+    for (mode, config) in [
+        ("both-ways", demo_config(true)),
+        ("mention", in_cwd),
+        ("elicitation", demo_config(true)),
+        ("inbox", demo_config(true)),
+        ("terminal", auth_config("auth-terminal", signing.path())),
+    ] {
+        // (PARLEY_VIEWS=mode,… runs only those.)
+        if std::env::var("PARLEY_VIEWS").is_ok_and(|only| !only.split(',').any(|m| m == mode)) {
+            continue;
+        }
+        println!("    {mode}:");
+        if let Err(e) = atspi_script("a11y-views.py", mode, None, &config, &[]) {
+            failures.push(format!("{mode}: {e}"));
+        }
+    }
+    // Right to left, as a Hebrew locale makes it: GTK takes the direction
+    // from its own translation of "default:LTR" (Debian's gtk40.mo), so
+    // the locale must exist; it is compiled here, not installed. And GLib
+    // leaves GTK's strings untranslated while the program itself has no
+    // translation for the locale (an English window stays left to right),
+    // so Parley gets a Hebrew catalogue of one string, through
+    // PARLEY_LOCALEDIR.
+    if std::env::var("PARLEY_VIEWS").is_ok_and(|only| !only.split(',').any(|m| m == "rtl")) {
+        return if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        };
+    }
+    let locales = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let made = std::process::Command::new("localedef")
+        .args(["-i", "he_IL", "-f", "UTF-8"])
+        .arg(locales.path().join("he_IL.UTF-8"))
+        .output()
+        .map_err(|e| format!("localedef: {e}"))?;
+    if !locales.path().join("he_IL.UTF-8").exists() {
+        return Err(format!(
+            "the Hebrew locale could not be compiled (the locales package?): {}",
+            String::from_utf8_lossy(&made.stderr).trim()
+        ));
+    }
+    let catalogue = locales.path().join("he/LC_MESSAGES");
+    std::fs::create_dir_all(&catalogue).map_err(|e| e.to_string())?;
+    let po = locales.path().join("he.po");
+    std::fs::write(
+        &po,
+        "msgid \"\"\nmsgstr \"Content-Type: text/plain; charset=UTF-8\\n\"\n\nmsgid \"Required\"\nmsgstr \"\u{5d7}\u{5d5}\u{5d1}\u{5d4}\"\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let compiled = std::process::Command::new("msgfmt")
+        .arg("-o")
+        .arg(catalogue.join("parley.mo"))
+        .arg(&po)
+        .status()
+        .map_err(|e| format!("msgfmt: {e}"))?;
+    if !compiled.success() {
+        return Err("msgfmt could not compile the Hebrew catalogue".into());
+    }
+    println!("    rtl:");
+    let env = [
+        ("PARLEY_LOCALEDIR", locales.path().as_os_str()),
+        ("LOCPATH", locales.path().as_os_str()),
+        ("LANG", std::ffi::OsStr::new("he_IL.UTF-8")),
+        ("LC_ALL", std::ffi::OsStr::new("he_IL.UTF-8")),
+    ];
+    if let Err(e) = atspi_script("a11y-views.py", "rtl", None, &demo_config(true), &env) {
+        failures.push(format!("rtl: {e}"));
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
     }
 }
 
@@ -3186,6 +3304,10 @@ fn main() {
             "ui::every_picker_lies_inside_the_window",
             pickers_fit::every_picker_lies_inside_the_window,
         ),
+        (
+            "ui::large_text_and_right_to_left",
+            text_and_direction::large_text_and_right_to_left,
+        ),
         ("ui::steering_in_the_window", steering::steering_in_the_window),
         (
             "ui::steering_by_keyboard_and_screen_reader",
@@ -3218,6 +3340,10 @@ fn main() {
             every_control_has_an_accessible_name,
         ),
         ("ui::keyboard_only_flow", keyboard_only_flow),
+        (
+            "ui::views_by_keyboard_and_screen_reader",
+            views_by_keyboard_and_screen_reader,
+        ),
         ("ui::keyboard_only_other_windows", keyboard_only_other_windows),
         (
             "ui::sign_in_by_keyboard_and_screen_reader",

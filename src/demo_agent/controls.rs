@@ -58,6 +58,24 @@ pub fn config_options(agent: &Agent) -> Value {
             "description": "Shorter demo answers", "currentValue": current(agent, "brief", json!(false))}),
         );
     }
+    // `options:N` (1 to 6): the first N of these and two more, as agents
+    // offer from one picker to many.
+    if let Some(n) = agent.mode("options").and_then(|n| n.parse::<usize>().ok()) {
+        options.push(
+            json!({"id": "sandbox", "name": "Sandbox", "category": "other", "type": "select",
+            "currentValue": current(agent, "sandbox", json!("workspace-write")),
+            "options": [{"value": "read-only", "name": "Read Only"},
+                {"value": "workspace-write", "name": "Workspace Write"},
+                {"value": "full-access", "name": "Full Access"}]}),
+        );
+        options.push(
+            json!({"id": "verbosity", "name": "Verbosity", "category": "other", "type": "select",
+            "currentValue": current(agent, "verbosity", json!("normal")),
+            "options": [{"value": "terse", "name": "Terse"}, {"value": "normal", "name": "Normal"},
+                {"value": "chatty", "name": "Chatty"}]}),
+        );
+        options.truncate(n.clamp(1, 6));
+    }
     Value::Array(options)
 }
 

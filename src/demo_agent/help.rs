@@ -44,6 +44,8 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   legacy-modes         offer the legacy modes and models (session/set_mode,
                        session/set_model), not config options
   no-options           offer no session options at all
+  options:N            offer N session options (1 to 6): mode, model,
+                       effort, brief, sandbox, verbosity
   images, embedded     take image content / embedded resources in prompts
   mcp-http, mcp-sse    take MCP servers over http / sse (stdio always)
   additional-dirs      take additionalDirectories in session/new

@@ -56,6 +56,25 @@ pub fn tab_and_shift_tab_go_through_the_window(app: &adw::Application) -> Result
         f.win.composer().text_view().grab_focus();
         through_the_list(&f.win, direction)?;
     }
+    // A turn with tool calls, each with its Output expander (where Tab
+    // once stayed, pressed by a person, not only by `child_focus`).
+    type_and_send(&f, "hello");
+    spin_until("the permission banner", Duration::from_secs(15), || {
+        f.win.permission_banner().is_revealed()
+    })?;
+    buttons(f.win.permission_banner().upcast_ref())
+        .into_iter()
+        .next()
+        .ok_or("no Allow button")?
+        .emit_clicked();
+    spin_until("the end of the turn", Duration::from_secs(20), || {
+        f.win.agent("demo").is_some_and(|a| !a.conversation().answering())
+    })?;
+    spin(Duration::from_millis(300));
+    for direction in [gtk::DirectionType::TabForward, gtk::DirectionType::TabBackward] {
+        f.win.composer().text_view().grab_focus();
+        through_the_list(&f.win, direction)?;
+    }
     close(f);
     Ok(())
 }

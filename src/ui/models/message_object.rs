@@ -220,6 +220,13 @@ impl MessageObject {
                             want.push((kind, (text.len() as u64, revs[i])));
                         }
                     }
+                    Part::Attachment(_) => match want.last_mut() {
+                        Some((RowKind::Attachments { first, count }, content)) if *first + *count == i => {
+                            *count += 1;
+                            *content = (*count as u64, epoch);
+                        }
+                        _ => want.push((RowKind::Attachments { first: i, count: 1 }, (1, epoch))),
+                    },
                     _ => want.push((RowKind::Part(i), (revs[i], epoch))),
                 }
             }
@@ -367,10 +374,22 @@ mod tests {
         user.parts.push(Part::Text {
             text: "a\n\nb\n\nc".into(),
         });
+        // Its attachments are one row together.
+        for name in ["a.md", "b.png"] {
+            user.parts
+                .push(Part::Attachment(crate::core::types::message::Attachment {
+                    name: name.into(),
+                    uri: format!("file:///tmp/{name}"),
+                    mime_type: "text/plain".into(),
+                    size: 1,
+                    sent_as: crate::core::types::message::AttachmentKind::Link,
+                    content: None,
+                }));
+        }
         let u = MessageObject::new(user);
         assert_eq!(
             rows(&u).into_iter().map(|r| r.0).collect::<Vec<_>>(),
-            vec![RowKind::Part(0)]
+            vec![RowKind::Part(0), RowKind::Attachments { first: 1, count: 2 }]
         );
     }
 }

@@ -20,6 +20,9 @@ pub enum RowKind {
     Empty,
     /// Part `i`, whole.
     Part(usize),
+    /// Parts `first..first + count`, all attachments: the files and images
+    /// sent with one message are shown together, as one group.
+    Attachments { first: usize, count: usize },
     /// Bytes `start..end` of the text of part `part`; `end: None` is the
     /// tail, up to the end of the text as it grows.
     Text {
@@ -36,6 +39,7 @@ impl RowKind {
         match (self, other) {
             (RowKind::Empty, RowKind::Empty) => true,
             (RowKind::Part(a), RowKind::Part(b)) => a == b,
+            (RowKind::Attachments { first: a, .. }, RowKind::Attachments { first: b, .. }) => a == b,
             (
                 RowKind::Text {
                     part: a, start: s, ..

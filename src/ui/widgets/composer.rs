@@ -45,9 +45,9 @@ mod imp {
         #[template_child]
         pub attach_button: TemplateChild<gtk::Button>,
         #[template_child]
-        pub attachments: TemplateChild<gtk::FlowBox>,
+        pub attachments: TemplateChild<super::super::wrap_box::WrapBox>,
         #[template_child]
-        pub options: TemplateChild<gtk::FlowBox>,
+        pub options: TemplateChild<super::super::wrap_box::WrapBox>,
         /// The agent messages go to.
         #[property(get, set = Self::set_agent, nullable)]
         pub agent: RefCell<Option<AgentObject>>,
@@ -121,6 +121,7 @@ mod imp {
         type ParentType = gtk::Box;
 
         fn class_init(klass: &mut Self::Class) {
+            super::super::wrap_box::WrapBox::ensure_type();
             klass.bind_template();
         }
 
@@ -285,7 +286,7 @@ impl Composer {
     }
 
     /// The pickers of the session's options.
-    pub fn options_box(&self) -> gtk::FlowBox {
+    pub fn options_box(&self) -> super::wrap_box::WrapBox {
         self.imp().options.get()
     }
 
@@ -373,18 +374,28 @@ impl Composer {
         let is_image = matches!(input, AttachmentInput::Image { .. })
             || name.to_lowercase().ends_with(".png")
             || name.to_lowercase().ends_with(".jpg");
+        let thumbnail = thumbnail(&input);
         imp.pending.borrow_mut().push(Pending {
             name: name.clone(),
             input,
         });
         let chip = gtk::Box::new(gtk::Orientation::Horizontal, 4);
+        chip.set_valign(gtk::Align::Center);
         chip.add_css_class("attachment-chip");
-        let icon = if is_image {
-            "image-x-generic-symbolic"
-        } else {
-            "text-x-generic-symbolic"
-        };
-        chip.append(&gtk::Image::from_icon_name(icon));
+        match thumbnail {
+            Some(texture) => {
+                chip.add_css_class("with-thumbnail");
+                chip.append(&super::attachment_view::picture(&texture));
+            }
+            None => {
+                let icon = if is_image {
+                    "image-x-generic-symbolic"
+                } else {
+                    "text-x-generic-symbolic"
+                };
+                chip.append(&gtk::Image::from_icon_name(icon));
+            }
+        }
         let label = gtk::Label::new(Some(&name));
         label.set_ellipsize(gtk::pango::EllipsizeMode::Middle);
         label.set_max_width_chars(28);
@@ -398,9 +409,6 @@ impl Composer {
         chip.append(&remove);
         crate::ui::a11y::set_label(&chip, &gettext_f("Attachment {name}", &[("name", &name)]));
         imp.attachments.append(&chip);
-        if let Some(child) = chip.parent() {
-            child.set_focusable(false);
-        }
         imp.attachments.set_visible(true);
         remove.connect_clicked(glib::clone!(
             #[weak(rename_to = composer)]
@@ -416,7 +424,7 @@ impl Composer {
         let mut index = 0;
         let mut child = imp.attachments.first_child();
         while let Some(c) = child {
-            if c.first_child().as_ref() == Some(chip.upcast_ref()) {
+            if &c == chip.upcast_ref::<gtk::Widget>() {
                 imp.attachments.remove(&c);
                 if index < imp.pending.borrow().len() {
                     imp.pending.borrow_mut().remove(index);
@@ -562,5 +570,23 @@ impl Composer {
         if let Some(agent) = self.agent() {
             agent.conversation().cancel();
         }
+    }
+}
+
+/// A picture of an image about to be sent: pasted bytes, or a picture file
+/// of at most 16 MB (a bigger one keeps its icon rather than stall typing).
+fn thumbnail(input: &AttachmentInput) -> Option<gtk::gdk::Texture> {
+    match input {
+        AttachmentInput::Image { data, .. } => {
+            gtk::gdk::Texture::from_bytes(&glib::Bytes::from(&data[..])).ok()
+        }
+        AttachmentInput::File(path) => {
+            let ext = path.extension()?.to_str()?.to_ascii_lowercase();
+            let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= 16 << 20);
+            (matches!(ext.as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp") && small)
+                .then(|| gtk::gdk::Texture::from_filename(path).ok())
+                .flatten()
+        }
+        AttachmentInput::Mention(_) => None,
     }
 }

@@ -17,7 +17,7 @@ use crate::ui::models::AgentObject;
 
 /// How one field is read back.
 enum Field {
-    Text(adw::EntryRow),
+    Text(gtk::Entry),
     Number(gtk::SpinButton, bool),
     Switch(gtk::Switch),
     Choice(adw::ComboRow, Vec<String>),
@@ -134,6 +134,9 @@ pub fn show(
             .and_then(Value::as_str)
             .unwrap_or(key)
             .to_owned();
+        // What a screen reader says: the title without the star (the field
+        // is said to be required instead).
+        let name = crate::ui::markdown::visible(&title).into_owned();
         if required.contains(key) {
             title.push_str(" *");
         }
@@ -164,18 +167,32 @@ pub fn show(
                 Field::Choice(row, options.into_iter().map(|(v, _)| v).collect())
             }
             ("string", None) => {
-                let row = adw::EntryRow::builder()
-                    .title(glib::markup_escape_text(&title))
+                // A plain entry in a row, not an AdwEntryRow: GTK 4.8 marks
+                // nothing focused inside an entry row, so a screen reader
+                // hears nothing when the form opens on it.
+                let entry = gtk::Entry::builder()
+                    .hexpand(true)
+                    .valign(gtk::Align::Center)
+                    .activates_default(true)
                     .build();
                 if let Some(d) = default.and_then(Value::as_str) {
-                    row.set_text(d);
+                    entry.set_text(d);
                 }
+                let row = adw::ActionRow::builder()
+                    .title(glib::markup_escape_text(&title))
+                    .activatable_widget(&entry)
+                    .build();
                 if let Some(d) = &description {
-                    row.set_tooltip_text(Some(d));
-                    crate::ui::a11y::set_description(&row, d);
+                    row.set_subtitle(&glib::markup_escape_text(d));
+                }
+                row.add_suffix(&entry);
+                // After the row made its title a label of it (said twice).
+                crate::ui::a11y::set_label(&entry, &name);
+                if let Some(d) = &description {
+                    crate::ui::a11y::set_description(&entry, d);
                 }
                 group.add(&row);
-                Field::Text(row)
+                Field::Text(entry)
             }
             ("number" | "integer", _) => {
                 let integer = kind == "integer";
@@ -198,7 +215,7 @@ pub fn show(
                 row.add_suffix(&spin);
                 row.set_activatable_widget(Some(&spin));
                 // After the row made its title a label of it (said twice).
-                crate::ui::a11y::set_label(&spin, &title);
+                crate::ui::a11y::set_label(&spin, &name);
                 group.add(&row);
                 Field::Number(spin, integer)
             }
@@ -216,7 +233,7 @@ pub fn show(
                 row.add_suffix(&switch);
                 row.set_activatable_widget(Some(&switch));
                 // After the row made its title a label of it (said twice).
-                crate::ui::a11y::set_label(&switch, &title);
+                crate::ui::a11y::set_label(&switch, &name);
                 group.add(&row);
                 Field::Switch(switch)
             }
@@ -258,13 +275,33 @@ pub fn show(
             }
         };
         if required.contains(key) {
-            // Said as "required", not as the star drawn after the title.
+            // Said as "required", not as the star drawn after the title:
+            // as a property (newer GTK gives it as a state), and in words
+            // (GTK 4.8 passes no "required" on to a screen reader).
             if let Some(control) = field.control() {
                 crate::ui::a11y::set_required(&control);
+                let said = match &description {
+                    Some(d) => gettext_f("Required. {description}", &[("description", d)]),
+                    None => gettext("Required"),
+                };
+                crate::ui::a11y::set_description(&control, &said);
             }
         }
         fields.push((key.clone(), field));
     }
+    // A required field's row is said by its name, without the star drawn
+    // after it (the field itself is said to be required).
+    crate::ui::a11y::for_each_descendant(group.upcast_ref(), &mut |w| {
+        if let Some(row) = w.downcast_ref::<adw::PreferencesRow>() {
+            // (A row's title is markup: its plain text is said.)
+            let title = row.title();
+            if let Some(name) = title.strip_suffix(" *") {
+                if let Ok((_, plain, _)) = gtk::pango::parse_markup(name, '\0') {
+                    crate::ui::a11y::set_label(row, &plain);
+                }
+            }
+        }
+    });
     let problems = gtk::Label::builder()
         .wrap(true)
         .xalign(0.0)
@@ -385,10 +422,25 @@ pub fn show(
     let keys = gtk::ShortcutController::new();
     super::add_close_keys(&keys);
     window.add_controller(keys);
-    // The form opens on its first field, not on Cancel.
-    if let Some(first) = fields.first().and_then(|(_, f)| f.control()) {
-        GtkWindowExt::set_focus(&window, Some(&first));
+    // The form opens on its first required field, or else its first field,
+    // not on Cancel. (The schema's properties come sorted by name, so the
+    // first field is not always the one the agent listed first.)
+    let first = fields
+        .iter()
+        .find(|(key, _)| required.contains(key))
+        .or_else(|| fields.first())
+        .and_then(|(_, f)| f.control());
+    // Once shown: focus given before the window is mapped sends no focus
+    // event, and a screen reader would not say where it is.
+    if let Some(first) = first {
+        window.connect_map(move |_| {
+            let first = first.clone();
+            glib::idle_add_local_once(move || {
+                first.grab_focus();
+            });
+        });
     }
+    window.set_default_widget(Some(&submit));
     window.present();
     window.upcast()
 }

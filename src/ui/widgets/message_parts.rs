@@ -26,6 +26,7 @@ pub(super) fn plain(text: &str) -> gtk::Label {
 pub(super) fn expander(title: &str) -> gtk::Expander {
     let expander = gtk::Expander::new(Some(title));
     crate::ui::a11y::set_label(&expander, title);
+
     let keys = gtk::EventControllerKey::new();
     keys.set_propagation_phase(gtk::PropagationPhase::Capture);
     keys.connect_key_pressed(glib::clone!(
@@ -333,55 +334,8 @@ pub(super) fn part_widget(part: &Part, terminals: &TerminalOutputs) -> gtk::Widg
             markdown: Some(md), ..
         } => markdown_plan(md),
         Part::Plan { entries, .. } => plan_view(entries),
-        Part::Attachment(a) => attachment_chip(a),
+        Part::Attachment(a) => super::attachment_view::attachments(&[a]),
         Part::Notice(n) => notice_row(n),
         Part::Compaction(c) => compaction_divider(c),
     }
-}
-
-/// A file or image sent with a user message.
-fn attachment_chip(a: &crate::core::types::message::Attachment) -> gtk::Widget {
-    use crate::core::types::message::AttachmentKind;
-    let chip = gtk::Box::new(gtk::Orientation::Horizontal, 6);
-    chip.add_css_class("attachment-chip");
-    chip.set_halign(gtk::Align::Start);
-    let icon = match a.sent_as {
-        AttachmentKind::Image => "image-x-generic-symbolic",
-        _ => "text-x-generic-symbolic",
-    };
-    chip.append(&gtk::Image::from_icon_name(icon));
-    let name = gtk::Label::new(Some(&a.name));
-    name.set_ellipsize(gtk::pango::EllipsizeMode::Middle);
-    name.set_max_width_chars(40);
-    chip.append(&name);
-    let how = attachment_kind_text(a.sent_as);
-    let hint = gtk::Label::new(Some(&how));
-    hint.add_css_class("dim-label");
-    hint.add_css_class("caption");
-    chip.append(&hint);
-    let tip = if a.uri.is_empty() {
-        a.name.clone()
-    } else {
-        a.uri.clone()
-    };
-    chip.set_tooltip_text(Some(&tip));
-    crate::ui::a11y::set_label(&chip, &attachment_summary(a));
-    chip.upcast()
-}
-
-pub(super) fn attachment_kind_text(kind: crate::core::types::message::AttachmentKind) -> String {
-    use crate::core::types::message::AttachmentKind;
-    match kind {
-        AttachmentKind::Link => gettext("link"),
-        AttachmentKind::Embedded => gettext("embedded"),
-        AttachmentKind::Image => gettext("image"),
-    }
-}
-
-/// "Attachment notes.md, embedded": what a screen reader says of it.
-pub(super) fn attachment_summary(a: &crate::core::types::message::Attachment) -> String {
-    gettext_f(
-        "Attachment {name}, {kind}",
-        &[("name", &a.name), ("kind", &attachment_kind_text(a.sent_as))],
-    )
 }

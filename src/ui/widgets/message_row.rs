@@ -233,6 +233,21 @@ impl MessageRow {
                         imp.parts.append(&content);
                     }
                 }
+                RowKind::Attachments { first, count } => {
+                    let list: Vec<_> = msg
+                        .parts
+                        .iter()
+                        .skip(first)
+                        .take(count)
+                        .filter_map(|p| match p {
+                            Part::Attachment(a) => Some(a),
+                            _ => None,
+                        })
+                        .collect();
+                    let content =
+                        self.content_for(row, |b| b.append(&super::attachment_view::attachments(&list)));
+                    imp.parts.append(&content);
+                }
                 RowKind::Text { part, start, end } => {
                     if let Some(Part::Text { text }) = msg.parts.get(part) {
                         let slice = match end {
@@ -385,11 +400,22 @@ fn row_summary(msg: &Message, kind: RowKind, footer: &str) -> String {
                 ],
             ),
             Some(Part::Plan { .. }) => gettext("Plan"),
-            Some(Part::Attachment(a)) => super::message_parts::attachment_summary(a),
+            Some(Part::Attachment(a)) => super::attachment_view::summary(a),
             Some(Part::Notice(n)) => super::notice_parts::part_name(n),
             Some(Part::Compaction(_)) => gettext("The agent compacted the conversation"),
             None => String::new(),
         },
+        RowKind::Attachments { first, count } => msg
+            .parts
+            .iter()
+            .skip(first)
+            .take(count)
+            .filter_map(|p| match p {
+                Part::Attachment(a) => Some(super::attachment_view::summary(a)),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
         RowKind::Empty => short(footer),
     }
 }

@@ -3,6 +3,7 @@
 pub mod add_agent;
 pub mod add_agent_place;
 pub mod agent_row;
+pub mod attachment_view;
 mod changes_parts;
 pub mod changes_view;
 pub mod code_block;
@@ -32,6 +33,7 @@ pub mod terminal;
 pub mod terminal_view;
 pub mod text_block;
 pub mod text_label;
+pub mod wrap_box;
 
 pub use agent_row::AgentRow;
 pub use composer::Composer;

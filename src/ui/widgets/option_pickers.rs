@@ -47,7 +47,7 @@ fn shape(options: &[SessionOption]) -> String {
 /// only values changed, the pickers are updated where they are: a picker
 /// whose popover just closed is never destroyed under it. `kept` holds the
 /// shape last built.
-pub fn rebuild(box_: &gtk::FlowBox, session: Option<&SessionControls>, kept: &RefCell<String>) {
+pub fn rebuild(box_: &super::wrap_box::WrapBox, session: Option<&SessionControls>, kept: &RefCell<String>) {
     let mut options = session.map(SessionControls::options).unwrap_or_default();
     options.sort_by_key(|o| {
         CATEGORIES
@@ -74,10 +74,6 @@ pub fn rebuild(box_: &gtk::FlowBox, session: Option<&SessionControls>, kept: &Re
             OptionValue::Boolean { current } => boolean_picker(agent, &option, *current),
         };
         box_.append(&widget);
-        // The pickers take focus, not the flow box's children around them.
-        if let Some(child) = widget.parent() {
-            child.set_focusable(false);
-        }
     }
 }
 
@@ -92,7 +88,7 @@ fn descendants(w: &gtk::Widget, out: &mut Vec<gtk::Widget>) {
 }
 
 /// Shows an option's new value in its picker.
-fn update(box_: &gtk::FlowBox, option: &SessionOption) {
+fn update(box_: &super::wrap_box::WrapBox, option: &SessionOption) {
     let name = format!("option-{}", option.id);
     let mut all = Vec::new();
     descendants(box_.upcast_ref(), &mut all);

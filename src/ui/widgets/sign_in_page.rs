@@ -517,7 +517,9 @@ impl SignInPage {
     fn signed_in(&self, title: &str) {
         self.imp().requested.set(false);
         self.refresh();
-        toast(self, &gettext_f("Signed in to {agent}", &[("agent", title)]));
+        // The focus (a terminal's, gone now) goes to the message; said there.
+        let text = gettext_f("Signed in to {agent}", &[("agent", title)]);
+        let _ = self.activate_action("win.back-to-composer", Some(&text.to_variant()));
     }
 
     fn forget_keys(&self, agent: &AgentObject) {

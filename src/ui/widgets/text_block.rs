@@ -181,6 +181,13 @@ mod imp {
         }
 
         fn focus(&self, direction: gtk::DirectionType) -> bool {
+            // Not while hidden: a closed expander keeps its child (GTK 4.8
+            // still offers it the focus), and a label that is not shown
+            // says it took the focus without taking it, so Tab stayed on
+            // the expander for good.
+            if !self.obj().is_mapped() {
+                return false;
+            }
             self.obj().label().child_focus(direction)
         }
 

@@ -80,6 +80,41 @@ impl ParleyWindow {
             }
         ));
         self.add_action(&focus);
+        // A page gave way to the conversation: the focus goes to the
+        // message once it is shown (the crossfade's length varies with the
+        // renderer), and then the text is said there. Said on the page's
+        // control, going away with it, it was not heard.
+        let back = gio::SimpleAction::new("back-to-composer", Some(glib::VariantTy::STRING));
+        back.connect_activate(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            move |_, param| {
+                let Some(text) = param.and_then(|p| p.get::<String>()) else {
+                    return;
+                };
+                let composer = win.imp().composer.get();
+                if composer.is_mapped() {
+                    composer.grab_focus();
+                    win.toast(&text);
+                    return;
+                }
+                let handler = std::rc::Rc::new(std::cell::Cell::new(None));
+                let once = handler.clone();
+                let id = composer.connect_map(glib::clone!(
+                    #[weak]
+                    win,
+                    move |composer| {
+                        if let Some(id) = once.take() {
+                            composer.disconnect(id);
+                        }
+                        composer.grab_focus();
+                        win.toast(&text);
+                    }
+                ));
+                handler.set(Some(id));
+            }
+        ));
+        self.add_action(&back);
         let cancel = gio::SimpleAction::new("cancel", None);
         cancel.connect_activate(glib::clone!(
             #[weak(rename_to = win)]

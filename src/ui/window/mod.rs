@@ -95,6 +95,8 @@ pub mod imp {
         #[template_child]
         pub stalled_cancel: TemplateChild<gtk::Button>,
         #[template_child]
+        pub read_only_continue: TemplateChild<gtk::Button>,
+        #[template_child]
         pub inbox_button: TemplateChild<gtk::Button>,
         #[template_child]
         pub inbox_count: TemplateChild<gtk::Label>,
@@ -140,6 +142,7 @@ pub mod imp {
             PermissionBanner::ensure_type();
             ConversationView::ensure_type();
             Composer::ensure_type();
+            crate::ui::widgets::wrap_box::WrapBox::ensure_type();
             SignInPage::ensure_type();
             ConversationList::ensure_type();
             klass.bind_template();
@@ -298,6 +301,7 @@ impl ParleyWindow {
             }
         });
         crate::ui::a11y::name_mnemonics(&win);
+        win.wrap_banner_labels();
         win
     }
 

@@ -8,6 +8,16 @@ use super::*;
 use crate::core::chat::{Forked, QueueEdit};
 
 impl ParleyWindow {
+    /// The read-only banner's "Continue in a New Conversation" wraps its
+    /// label, not the window: at 360 px with large text it is wider than
+    /// the window.
+    pub(super) fn wrap_banner_labels(&self) {
+        if let Some(label) = self.imp().read_only_continue.child().and_downcast::<gtk::Label>() {
+            label.set_wrap(true);
+            label.set_justify(gtk::Justification::Center);
+        }
+    }
+
     /// A toast for an error, nothing for success.
     fn or_toast(&self) -> impl FnOnce(Result<(), String>) + 'static {
         self.done_saying(None)

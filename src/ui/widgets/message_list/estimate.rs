@@ -64,6 +64,7 @@ pub fn estimate(row: &RowObject, width: i32, m: Metrics) -> i32 {
                     Some(Part::Text { text }) => estimate_lines(text, per_line, m.line_height) + 16,
                     _ => PART_ESTIMATE,
                 },
+                RowKind::Attachments { .. } => PART_ESTIMATE,
             })
         })
         .unwrap_or(0);
