@@ -190,9 +190,11 @@ def terminal():
     say(f"terminal: {term.getRoleName()} {term.name!r}, description {term.description!r}")
     type_text("yes")
     press("Return", 1.0)
-    if not heard("Signed in", 30):
-        fail(f"\"Signed in\" was not heard: {HEARD[-6:]}")
-    say("heard: signed in")
+    if not heard("Signed in to Demo Agent", 30):
+        fail(f"\"Signed in to Demo Agent\" was not heard: {HEARD[-6:]}")
+    # The terminal went with the page: the focus is on the message.
+    node = wait_for("the focus on the message", lambda: (lambda n: n if n is not None and n.name == "Message" else None)(focused(frame)), 10)
+    say(f"heard: signed in; focus: {describe(node)}")
     say("ok")
 
 

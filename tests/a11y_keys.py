@@ -138,9 +138,13 @@ def tab_round(frame, limit=60, key="Tab", must_return=False):
         why = unnamed(node) if node is not None else None
         if why:
             fail(f"a Tab stop badly named, {why}: {here} (after {stops[-3:]})")
+        # The same stop four presses in a row: the focus is stuck (a trap
+        # would otherwise pass as "came back" to where it stays).
+        if len(stops) >= 3 and stops[-3:] == [here] * 3:
+            fail(f"{key} is stuck on {here}")
         if first is None:
             first = here
-        elif here == first:
+        elif here == first and len(stops) > 1:
             came_back = True
             break
         stops.append(here)

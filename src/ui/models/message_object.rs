@@ -222,10 +222,12 @@ impl MessageObject {
                     }
                     Part::Attachment(_) => match want.last_mut() {
                         Some((RowKind::Attachments { first, count }, content)) if *first + *count == i => {
+                            // Any of its parts changed (a replaced message
+                            // raises them all): the group is drawn again.
                             *count += 1;
-                            *content = (*count as u64, epoch);
+                            *content = (content.0 + revs[i], epoch);
                         }
-                        _ => want.push((RowKind::Attachments { first: i, count: 1 }, (1, epoch))),
+                        _ => want.push((RowKind::Attachments { first: i, count: 1 }, (revs[i], epoch))),
                     },
                     _ => want.push((RowKind::Part(i), (revs[i], epoch))),
                 }

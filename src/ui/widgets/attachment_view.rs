@@ -102,7 +102,7 @@ fn decoded(bytes: &Arc<[u8]>) -> Option<gtk::gdk::Texture> {
     if cached.is_some() {
         return cached;
     }
-    let texture = gtk::gdk::Texture::from_bytes(&glib::Bytes::from(&bytes[..])).ok()?;
+    let texture = from_bytes(bytes)?;
     DECODED.with(|d| {
         let mut d = d.borrow_mut();
         if d.len() >= KEPT {
@@ -111,6 +111,30 @@ fn decoded(bytes: &Arc<[u8]>) -> Option<gtk::gdk::Texture> {
         d.push((bytes.clone(), texture.clone()));
     });
     Some(texture)
+}
+
+/// The edge a thumbnail is decoded at: twice its size on screen (a 2×
+/// display), so a large picture never lies whole in memory.
+const DECODED_EDGE: i32 = THUMBNAIL * 2;
+
+/// A thumbnail of the image in `bytes`, decoded at thumbnail size.
+pub fn from_bytes(bytes: &[u8]) -> Option<gtk::gdk::Texture> {
+    let stream = gtk::gio::MemoryInputStream::from_bytes(&glib::Bytes::from(bytes));
+    let pixbuf = gtk::gdk_pixbuf::Pixbuf::from_stream_at_scale(
+        &stream,
+        DECODED_EDGE,
+        DECODED_EDGE,
+        true,
+        gtk::gio::Cancellable::NONE,
+    )
+    .ok()?;
+    Some(gtk::gdk::Texture::for_pixbuf(&pixbuf))
+}
+
+/// A thumbnail of the picture file at `path`, decoded at thumbnail size.
+pub fn from_file(path: &std::path::Path) -> Option<gtk::gdk::Texture> {
+    let pixbuf = gtk::gdk_pixbuf::Pixbuf::from_file_at_scale(path, DECODED_EDGE, DECODED_EDGE, true).ok()?;
+    Some(gtk::gdk::Texture::for_pixbuf(&pixbuf))
 }
 
 /// "link", "embedded", "image": how an attachment went to the agent.

@@ -577,14 +577,12 @@ impl Composer {
 /// of at most 16 MB (a bigger one keeps its icon rather than stall typing).
 fn thumbnail(input: &AttachmentInput) -> Option<gtk::gdk::Texture> {
     match input {
-        AttachmentInput::Image { data, .. } => {
-            gtk::gdk::Texture::from_bytes(&glib::Bytes::from(&data[..])).ok()
-        }
+        AttachmentInput::Image { data, .. } => super::attachment_view::from_bytes(data),
         AttachmentInput::File(path) => {
             let ext = path.extension()?.to_str()?.to_ascii_lowercase();
             let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= 16 << 20);
             (matches!(ext.as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp") && small)
-                .then(|| gtk::gdk::Texture::from_filename(path).ok())
+                .then(|| super::attachment_view::from_file(path))
                 .flatten()
         }
         AttachmentInput::Mention(_) => None,

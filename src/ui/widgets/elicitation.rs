@@ -128,6 +128,9 @@ pub fn show(
         .map(|r| r.iter().filter_map(Value::as_str).map(str::to_owned).collect())
         .unwrap_or_default();
     let mut fields: Vec<(String, Field)> = Vec::new();
+    // The titles of the required fields' rows (with the star) and their
+    // names (without).
+    let mut starred: Vec<(String, String)> = Vec::new();
     for (key, prop) in props {
         let mut title = prop
             .get("title")
@@ -141,6 +144,10 @@ pub fn show(
             title.push_str(" *");
         }
         let title = crate::ui::markdown::visible(&title).into_owned();
+        if required.contains(key) {
+            // (A row's title is markup, escaped as each row is given it.)
+            starred.push((glib::markup_escape_text(&title).to_string(), name.clone()));
+        }
         let description = prop
             .get("description")
             .and_then(Value::as_str)
@@ -293,12 +300,8 @@ pub fn show(
     // after it (the field itself is said to be required).
     crate::ui::a11y::for_each_descendant(group.upcast_ref(), &mut |w| {
         if let Some(row) = w.downcast_ref::<adw::PreferencesRow>() {
-            // (A row's title is markup: its plain text is said.)
-            let title = row.title();
-            if let Some(name) = title.strip_suffix(" *") {
-                if let Ok((_, plain, _)) = gtk::pango::parse_markup(name, '\0') {
-                    crate::ui::a11y::set_label(row, &plain);
-                }
+            if let Some((_, name)) = starred.iter().find(|(t, _)| *t == row.title()) {
+                crate::ui::a11y::set_label(row, name);
             }
         }
     });

@@ -517,9 +517,9 @@ impl SignInPage {
     fn signed_in(&self, title: &str) {
         self.imp().requested.set(false);
         self.refresh();
-        // The focus (a terminal's, gone now) goes to the message; said there.
-        let text = gettext_f("Signed in to {agent}", &[("agent", title)]);
-        let _ = self.activate_action("win.back-to-composer", Some(&text.to_variant()));
+        // The focus (a terminal's, gone now) goes to the message.
+        let _ = self.activate_action("win.back-to-composer", None);
+        toast(self, &gettext_f("Signed in to {agent}", &[("agent", title)]));
     }
 
     fn forget_keys(&self, agent: &AgentObject) {

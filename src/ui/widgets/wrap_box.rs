@@ -75,11 +75,11 @@ mod imp {
                 let h = height(for_size);
                 (h, h, -1, -1)
             } else {
-                // Unknown width: at least one line, at most as tall as at
-                // the narrowest.
-                let (min_w, nat_w, _, _) = self.measure(gtk::Orientation::Horizontal, -1);
-                let (one_line, narrowest) = (height(nat_w), height(min_w));
-                (one_line, narrowest.max(one_line), -1, -1)
+                // Unknown width: as tall as at the narrowest (as a flow box
+                // says), so a parent that asks so never clips it.
+                let (min_w, _, _, _) = self.measure(gtk::Orientation::Horizontal, -1);
+                let narrowest = height(min_w);
+                (narrowest, narrowest, -1, -1)
             }
         }
 

@@ -80,38 +80,46 @@ impl ParleyWindow {
             }
         ));
         self.add_action(&focus);
-        // A page gave way to the conversation: the focus goes to the
-        // message once it is shown (the crossfade's length varies with the
-        // renderer), and then the text is said there. Said on the page's
-        // control, going away with it, it was not heard.
-        let back = gio::SimpleAction::new("back-to-composer", Some(glib::VariantTy::STRING));
+        // A page gave way to the conversation: the focus, on the page (a
+        // sign-in terminal, gone now), goes to the message once it is shown
+        // (the crossfade's length varies with the renderer); given up on
+        // after five seconds, or when asked again.
+        let back = gio::SimpleAction::new("back-to-composer", None);
         back.connect_activate(glib::clone!(
             #[weak(rename_to = win)]
             self,
-            move |_, param| {
-                let Some(text) = param.and_then(|p| p.get::<String>()) else {
-                    return;
-                };
+            move |_, _| {
                 let composer = win.imp().composer.get();
+                if let Some(old) = win.imp().composer_map.take() {
+                    composer.disconnect(old);
+                }
                 if composer.is_mapped() {
                     composer.grab_focus();
-                    win.toast(&text);
                     return;
                 }
-                let handler = std::rc::Rc::new(std::cell::Cell::new(None));
-                let once = handler.clone();
                 let id = composer.connect_map(glib::clone!(
                     #[weak]
                     win,
                     move |composer| {
-                        if let Some(id) = once.take() {
+                        if let Some(id) = win.imp().composer_map.take() {
                             composer.disconnect(id);
                         }
                         composer.grab_focus();
-                        win.toast(&text);
                     }
                 ));
-                handler.set(Some(id));
+                win.imp().composer_map.replace(Some(id));
+                glib::timeout_add_local_once(
+                    std::time::Duration::from_secs(5),
+                    glib::clone!(
+                        #[weak]
+                        win,
+                        move || {
+                            if let Some(id) = win.imp().composer_map.take() {
+                                win.imp().composer.disconnect(id);
+                            }
+                        }
+                    ),
+                );
             }
         ));
         self.add_action(&back);

@@ -104,6 +104,8 @@ pub mod imp {
         pub elicitation_dialog: RefCell<Option<(String, String, gtk::Window)>>,
         /// Elicitations whose dialog was opened (not opened again by itself).
         pub elicitations_shown: RefCell<std::collections::HashSet<String>>,
+        /// Waiting for the message field to be shown, to give it the focus.
+        pub composer_map: RefCell<Option<glib::SignalHandlerId>>,
         /// The conversation the composer's text is the draft of: its agent
         /// and its id ('' for a new one).
         pub draft_for: RefCell<Option<(AgentObject, String)>>,
