@@ -32,7 +32,8 @@ pub enum AttachmentInput {
     },
 }
 
-fn image_mime(path: &Path) -> Option<&'static str> {
+/// The MIME type of a picture file Parley sends as an image, by its name.
+pub fn image_mime(path: &Path) -> Option<&'static str> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
     Some(match ext.as_str() {
         "png" => "image/png",

@@ -27,7 +27,7 @@ mod timeline;
 mod turns;
 mod updates;
 
-pub use attachments::{check_file, AttachmentInput};
+pub use attachments::{check_file, image_mime, AttachmentInput};
 pub use conversations::Conversations;
 pub use elicitation::check_content as check_form;
 pub use fork::Forked;

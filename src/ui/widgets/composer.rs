@@ -579,9 +579,8 @@ fn thumbnail(input: &AttachmentInput) -> Option<gtk::gdk::Texture> {
     match input {
         AttachmentInput::Image { data, .. } => super::attachment_view::from_bytes(data),
         AttachmentInput::File(path) => {
-            let ext = path.extension()?.to_str()?.to_ascii_lowercase();
             let small = std::fs::metadata(path).is_ok_and(|m| m.len() <= 16 << 20);
-            (matches!(ext.as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp") && small)
+            (crate::core::chat::image_mime(path).is_some() && small)
                 .then(|| super::attachment_view::from_file(path))
                 .flatten()
         }

@@ -234,16 +234,7 @@ impl MessageRow {
                     }
                 }
                 RowKind::Attachments { first, count } => {
-                    let list: Vec<_> = msg
-                        .parts
-                        .iter()
-                        .skip(first)
-                        .take(count)
-                        .filter_map(|p| match p {
-                            Part::Attachment(a) => Some(a),
-                            _ => None,
-                        })
-                        .collect();
+                    let list = attachments_of(msg, first, count);
                     let content =
                         self.content_for(row, |b| b.append(&super::attachment_view::attachments(&list)));
                     imp.parts.append(&content);
@@ -405,19 +396,30 @@ fn row_summary(msg: &Message, kind: RowKind, footer: &str) -> String {
             Some(Part::Compaction(_)) => gettext("The agent compacted the conversation"),
             None => String::new(),
         },
-        RowKind::Attachments { first, count } => msg
-            .parts
-            .iter()
-            .skip(first)
-            .take(count)
-            .filter_map(|p| match p {
-                Part::Attachment(a) => Some(super::attachment_view::summary(a)),
-                _ => None,
-            })
+        RowKind::Attachments { first, count } => attachments_of(msg, first, count)
+            .into_iter()
+            .map(super::attachment_view::summary)
             .collect::<Vec<_>>()
             .join(", "),
         RowKind::Empty => short(footer),
     }
+}
+
+/// The attachments of a row of kind `Attachments { first, count }`.
+fn attachments_of(
+    msg: &Message,
+    first: usize,
+    count: usize,
+) -> Vec<&crate::core::types::message::Attachment> {
+    msg.parts
+        .iter()
+        .skip(first)
+        .take(count)
+        .filter_map(|p| match p {
+            Part::Attachment(a) => Some(a),
+            _ => None,
+        })
+        .collect()
 }
 
 fn footer_text(m: &Message) -> String {
