@@ -330,12 +330,18 @@ pub struct ConversationsChanged {
 /// `history:status`: whether conversations are written to disk. Sent when
 /// writing starts failing (a full disk, a read-only directory) or works
 /// again, and at start when the history could not be opened for writing.
-/// The conversations go on in memory either way.
+/// The conversations go on in memory either way. Also sent when a read
+/// skipped rows it could not read (`skipped`, with a note in `error`).
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct HistoryStatus {
     pub writable: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// How many rows of the history a read (a list, a conversation opened,
+    /// a search) could not read, not told before: each was skipped, or
+    /// kept with what could be read of it. `error` then says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<u64>,
 }
 
 /// `registry:progress`: an install's download or unpacking.

@@ -13,6 +13,11 @@
 //! One Parley writes the file: the first takes `history.sqlite3.lock`
 //! (`flock`), and any other (`parley-cli` while the window runs) opens it
 //! read-only and keeps its conversations in memory.
+//!
+//! A row that cannot be read (a value of the wrong type, text that is not
+//! UTF-8, a message whose fields are not JSON) hides nothing else: each
+//! read skips it, or keeps what it can of it, and tells it once
+//! ([`History::on_skipped`]).
 
 pub mod export;
 pub mod places;
@@ -20,13 +25,14 @@ mod schema;
 pub mod service;
 mod writer;
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use rusqlite::{params, Connection, OpenFlags};
 use serde::Serialize;
 
-use crate::core::types::message::{Message, Part};
+use crate::core::types::message::{Message, Part, Role};
 pub use writer::{FailureListener, Op, Writer};
 
 #[derive(Debug, thiserror::Error)]
@@ -119,12 +125,35 @@ pub fn default_path() -> PathBuf {
     data.join("parley").join("history.sqlite3")
 }
 
+/// Told how many rows a read skipped, or kept only in part, because they
+/// could not be read (each row once a run).
+pub type SkipListener = Box<dyn Fn(usize) + Send>;
+
+/// The rows reads skipped so far, and whom to tell of new ones.
+#[derive(Default)]
+struct Skipped {
+    rows: HashSet<String>,
+    listener: Option<SkipListener>,
+}
+
+/// The rows one read skipped (or kept in part): a key naming each (its
+/// table and rowid), and why.
+#[derive(Default)]
+struct Skips(Vec<(String, String)>);
+
+impl Skips {
+    fn row(&mut self, key: String, why: impl std::fmt::Display) {
+        self.0.push((key, why.to_string()));
+    }
+}
+
 /// The store: a read connection (reads run where they are called, off the
 /// main thread) and the writer thread.
 #[derive(Clone)]
 pub struct History {
     read: Arc<Mutex<Connection>>,
     writer: Writer,
+    skipped: Arc<Mutex<Skipped>>,
     /// Held while this Parley writes the file (closing it unlocks).
     _lock: Option<Arc<std::fs::File>>,
 }
@@ -198,6 +227,7 @@ impl History {
             History {
                 read: Arc::new(Mutex::new(read)),
                 writer,
+                skipped: Arc::default(),
                 _lock: Some(Arc::new(lock)),
             },
             notices,
@@ -223,6 +253,7 @@ impl History {
             writer: Writer::none(crate::i18n::gettext(
                 "another Parley is writing the history; it is read-only here",
             )),
+            skipped: Arc::default(),
             _lock: None,
         })
     }
@@ -232,24 +263,24 @@ impl History {
         self.writer.writes()
     }
 
-    /// A stored conversation's own fields.
+    /// A stored conversation's own fields (`None` too when its row cannot
+    /// be read).
     pub fn conversation(&self, id: &str) -> Result<Option<Stored>, HistoryError> {
-        self.read(READ_DEADLINE, |conn| {
-            Ok(conn
-                .query_row(
-                    "SELECT id, config, agent, title, session_id FROM conversations WHERE id = ?1",
-                    params![id],
-                    |r| {
-                        Ok(Stored {
-                            id: r.get(0)?,
-                            config: r.get(1)?,
-                            agent: r.get(2)?,
-                            title: r.get(3)?,
-                            session_id: r.get(4)?,
-                        })
-                    },
-                )
-                .optional()?)
+        self.read(READ_DEADLINE, |conn, skips| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT rowid, id, config, agent, title, session_id FROM conversations WHERE id = ?1",
+            )?;
+            let mut rows = stmt.query(params![id])?;
+            let Some(r) = rows.next()? else {
+                return Ok(None);
+            };
+            match stored_of(r) {
+                Ok(s) => Ok(Some(s)),
+                Err(e) => {
+                    skips.row(row_key("conversations", r), e);
+                    Ok(None)
+                }
+            }
         })
     }
 
@@ -261,15 +292,19 @@ impl History {
         agent: &str,
         session_id: &str,
     ) -> Result<Option<String>, HistoryError> {
-        self.read(READ_DEADLINE, |conn| {
-            Ok(conn
-                .query_row(
-                    "SELECT id FROM conversations WHERE config = ?1 AND agent = ?2 AND session_id = ?3
-                     ORDER BY updated_at DESC LIMIT 1",
-                    params![config, agent, session_id],
-                    |r| r.get(0),
-                )
-                .optional()?)
+        self.read(READ_DEADLINE, |conn, skips| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT rowid, id FROM conversations WHERE config = ?1 AND agent = ?2 AND session_id = ?3
+                 ORDER BY updated_at DESC",
+            )?;
+            let mut rows = stmt.query(params![config, agent, session_id])?;
+            while let Some(r) = rows.next()? {
+                match r.get(1) {
+                    Ok(id) => return Ok(Some(id)),
+                    Err(e) => skips.row(row_key("conversations", r), e),
+                }
+            }
+            Ok(None)
         })
     }
 
@@ -278,7 +313,8 @@ impl History {
         &self.writer
     }
 
-    /// An agent's conversations of this configuration, newest first.
+    /// An agent's conversations of this configuration, newest first; a
+    /// row that cannot be read is skipped (and told).
     pub fn list(
         &self,
         config: &str,
@@ -286,9 +322,9 @@ impl History {
         limit: usize,
         offset: usize,
     ) -> Result<Vec<ConversationSummary>, HistoryError> {
-        self.read(READ_DEADLINE, |conn| {
+        self.read(READ_DEADLINE, |conn, skips| {
             let mut stmt = conn.prepare_cached(
-                "SELECT c.id, c.agent, c.title, c.created_at, c.updated_at,
+                "SELECT c.rowid, c.id, c.agent, c.title, c.created_at, c.updated_at,
                         (SELECT count(*) FROM messages m WHERE m.conversation = c.id),
                         (SELECT m.text FROM messages m WHERE m.conversation = c.id AND m.role = 'user'
                            ORDER BY m.seq LIMIT 1),
@@ -296,25 +332,24 @@ impl History {
                  FROM conversations c WHERE c.config = ?1 AND c.agent = ?2
                  ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?3 OFFSET ?4",
             )?;
-            let rows = stmt.query_map(params![config, agent, limit as i64, offset as i64], |r| {
-                Ok(ConversationSummary {
-                    id: r.get(0)?,
-                    agent: r.get(1)?,
-                    title: title_of(r.get(2)?, r.get(6)?),
-                    created_at: r.get(3)?,
-                    updated_at: r.get(4)?,
-                    messages: r.get::<_, i64>(5)? as u64,
-                    session_id: r.get(7)?,
-                    external: false,
-                })
-            })?;
-            Ok(rows.collect::<Result<_, _>>()?)
+            let mut rows = stmt.query(params![config, agent, limit as i64, offset as i64])?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                match summary_of(r) {
+                    Ok(s) => out.push(s),
+                    Err(e) => skips.row(row_key("conversations", r), e),
+                }
+            }
+            Ok(out)
         })
     }
 
-    /// A conversation's messages, in order, as the chat model has them.
+    /// A conversation's messages, in order, as the chat model has them. A
+    /// message whose fields cannot be read keeps its parts (its fields are
+    /// then the row's own: id, role, done); a part that cannot be read is
+    /// left out; both are told.
     pub fn messages(&self, conversation: &str) -> Result<Vec<Message>, HistoryError> {
-        self.read(READ_DEADLINE, |conn| {
+        self.read(READ_DEADLINE, |conn, skips| {
             // One pass over the messages and their parts, in order. A part's
             // text of a message a crash left unfinished also has what was
             // streamed to it and not yet written whole.
@@ -324,23 +359,44 @@ impl History {
                             p.text || coalesce((SELECT group_concat(c.text, '') FROM
                                 (SELECT text FROM part_chunks WHERE message = p.message AND idx = p.idx ORDER BY seq) c), '')
                         ELSE p.text END,
-                        p.json
+                        p.json, m.id, m.role, m.done, p.idx
                  FROM messages m LEFT JOIN parts p ON p.message = m.rowid
                  WHERE m.conversation = ?1 ORDER BY m.seq, p.idx",
             )?;
             let mut rows = stmt.query(params![conversation])?;
             let mut out: Vec<Message> = Vec::new();
             let mut current: Option<(i64, Option<Message>)> = None;
+            // The conversation's agent and start, for a message whose fields
+            // cannot be read (asked once, when one is found).
+            let mut owner: Option<(String, Option<String>)> = None;
             while let Some(r) = rows.next()? {
                 let rowid: i64 = r.get(0)?;
                 if current.as_ref().is_none_or(|(id, _)| *id != rowid) {
                     if let Some((_, Some(m))) = current.take() {
                         out.push(m);
                     }
-                    let meta: String = r.get(1)?;
-                    let interrupted: bool = r.get(2)?;
-                    // A row this Parley cannot read (a newer one wrote it) is skipped.
-                    let m = serde_json::from_str::<Message>(&meta).ok().map(|mut m| {
+                    let key = format!("messages:{rowid}");
+                    let meta = r
+                        .get::<_, String>(1)
+                        .map_err(|e| e.to_string())
+                        .and_then(|meta| serde_json::from_str::<Message>(&meta).map_err(|e| e.to_string()));
+                    let m = match meta {
+                        Ok(m) => Some(m),
+                        Err(why) => match r.get::<_, String>(6) {
+                            Ok(id) => {
+                                skips.row(key, why);
+                                let (agent, created_at) =
+                                    owner.get_or_insert_with(|| conversation_owner(conn, conversation));
+                                Some(bare_message(id, agent, created_at.as_deref(), r))
+                            }
+                            Err(e) => {
+                                skips.row(key, e);
+                                None
+                            }
+                        },
+                    };
+                    let interrupted = r.get::<_, bool>(2).unwrap_or(false);
+                    let m = m.map(|mut m| {
                         if interrupted {
                             m.done = true;
                             m.error.get_or_insert_with(|| INTERRUPTED.to_owned());
@@ -352,21 +408,13 @@ impl History {
                 let Some((_, Some(m))) = current.as_mut() else {
                     continue;
                 };
-                let kind: Option<String> = r.get(3)?;
-                let part = match kind.as_deref() {
-                    None => None,
-                    Some("text") => Some(Part::Text {
-                        text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                    }),
-                    Some("thought") => Some(Part::Thought {
-                        text: r.get::<_, Option<String>>(4)?.unwrap_or_default(),
-                    }),
-                    Some(_) => r
-                        .get::<_, Option<String>>(5)?
-                        .and_then(|j| serde_json::from_str(&j).ok()),
-                };
-                if let Some(part) = part {
-                    m.parts.push(part);
+                match read_part(r) {
+                    Ok(Some(part)) => m.parts.push(part),
+                    Ok(None) => {}
+                    Err(why) => {
+                        let idx = r.get::<_, i64>(9).unwrap_or(-1);
+                        skips.row(format!("parts:{rowid}:{idx}"), why);
+                    }
                 }
             }
             if let Some((_, Some(m))) = current.take() {
@@ -383,29 +431,164 @@ impl History {
         if words.is_empty() {
             return Ok(Vec::new());
         }
-        self.read(SEARCH_DEADLINE, |conn| run_search(conn, &words, config, limit))
+        self.read(SEARCH_DEADLINE, |conn, skips| {
+            run_search(conn, skips, &words, config, limit)
+        })
+    }
+
+    /// Calls `f` with the number of rows a read skips, or keeps only in
+    /// part, because they cannot be read: each row once while this history
+    /// is open.
+    pub fn on_skipped(&self, f: SkipListener) {
+        lock(&self.skipped).listener = Some(f);
+    }
+
+    /// How many rows reads skipped (or kept only in part) so far.
+    pub fn skipped(&self) -> usize {
+        lock(&self.skipped).rows.len()
     }
 
     /// Runs `f` on the read connection, which List, Open, Export and Search
-    /// share, within `limit`: no query holds the others up for longer.
+    /// share, within `limit`: no query holds the others up for longer. The
+    /// rows `f` skipped are told after.
     fn read<T>(
         &self,
         limit: std::time::Duration,
-        f: impl FnOnce(&Connection) -> Result<T, HistoryError>,
+        f: impl FnOnce(&Connection, &mut Skips) -> Result<T, HistoryError>,
     ) -> Result<T, HistoryError> {
-        let conn = lock(&self.read);
-        within(&conn, limit, || f(&conn))
+        let mut skips = Skips::default();
+        let result = {
+            let conn = lock(&self.read);
+            within(&conn, limit, || f(&conn, &mut skips))
+        };
+        if !skips.0.is_empty() {
+            self.tell_skipped(skips);
+        }
+        result
     }
+
+    /// Logs the rows not skipped before, and tells how many there were.
+    fn tell_skipped(&self, skips: Skips) {
+        let mut s = lock(&self.skipped);
+        let mut new = 0;
+        for (key, why) in skips.0 {
+            if s.rows.insert(key.clone()) {
+                tracing::warn!(row = %key, why = %why, "history: a row that cannot be read was skipped");
+                new += 1;
+            }
+        }
+        if new > 0 {
+            if let Some(tell) = &s.listener {
+                tell(new);
+            }
+        }
+    }
+}
+
+/// A row of `History::conversation`.
+fn stored_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Stored> {
+    Ok(Stored {
+        id: r.get(1)?,
+        config: r.get(2)?,
+        agent: r.get(3)?,
+        title: r.get(4)?,
+        session_id: r.get(5)?,
+    })
+}
+
+/// A row of `History::list`.
+fn summary_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<ConversationSummary> {
+    Ok(ConversationSummary {
+        id: r.get(1)?,
+        agent: r.get(2)?,
+        title: title_of(r.get(3)?, r.get(7)?),
+        created_at: r.get(4)?,
+        updated_at: r.get(5)?,
+        messages: r.get::<_, i64>(6)? as u64,
+        session_id: r.get(8)?,
+        external: false,
+    })
+}
+
+/// A row of `run_search`.
+fn hit_of(r: &rusqlite::Row<'_>) -> rusqlite::Result<Hit> {
+    Ok(Hit {
+        conversation: r.get(1)?,
+        agent: r.get(2)?,
+        message_id: r.get(3)?,
+        title: title_of(r.get(5)?, r.get(6)?),
+        snippet: r.get(4)?,
+    })
+}
+
+/// Names row `r` of `table` by its rowid (the query's first column).
+fn row_key(table: &str, r: &rusqlite::Row<'_>) -> String {
+    match r.get::<_, i64>(0) {
+        Ok(rowid) => format!("{table}:{rowid}"),
+        Err(_) => format!("{table}:?"),
+    }
+}
+
+/// The agent and start of `conversation`, as far as they can be read.
+fn conversation_owner(conn: &Connection, conversation: &str) -> (String, Option<String>) {
+    conn.query_row(
+        "SELECT agent, created_at FROM conversations WHERE id = ?1",
+        params![conversation],
+        |r| {
+            Ok((
+                r.get::<_, String>(0).unwrap_or_default(),
+                r.get::<_, String>(1).ok(),
+            ))
+        },
+    )
+    .unwrap_or_default()
+}
+
+/// A message whose fields (`meta`) cannot be read: what its row says of
+/// it (id, role, whether it is done), to carry its parts.
+fn bare_message(id: String, agent: &str, created_at: Option<&str>, r: &rusqlite::Row<'_>) -> Message {
+    let role = r
+        .get::<_, String>(7)
+        .ok()
+        .and_then(|role| serde_json::from_value::<Role>(serde_json::Value::String(role)).ok())
+        .unwrap_or(Role::Agent);
+    let mut m = Message::new(id, agent, role);
+    if let Some(at) = created_at {
+        m.created_at = at.to_owned();
+    }
+    m.done = r.get::<_, bool>(8).unwrap_or(true);
+    m
+}
+
+/// The part on row `r` of `History::messages` (`None`: the message has
+/// none), or why it cannot be read.
+fn read_part(r: &rusqlite::Row<'_>) -> Result<Option<Part>, String> {
+    let text = || r.get::<_, Option<String>>(4).map(Option::unwrap_or_default);
+    let kind: Option<String> = r.get(3).map_err(|e| e.to_string())?;
+    Ok(match kind.as_deref() {
+        None => None,
+        Some("text") => Some(Part::Text {
+            text: text().map_err(|e| e.to_string())?,
+        }),
+        Some("thought") => Some(Part::Thought {
+            text: text().map_err(|e| e.to_string())?,
+        }),
+        Some(_) => match r.get::<_, Option<String>>(5).map_err(|e| e.to_string())? {
+            None => None,
+            Some(j) => Some(serde_json::from_str(&j).map_err(|e| e.to_string())?),
+        },
+    })
 }
 
 fn run_search(
     conn: &Connection,
+    skips: &mut Skips,
     words: &[String],
     config: &str,
     limit: usize,
 ) -> Result<Vec<Hit>, HistoryError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT m.conversation, c.agent, m.id,
+        "SELECT m.rowid, m.conversation, c.agent, m.id,
                     snippet(messages_fts, 0, char(2), char(3), '…', 16), c.title,
                     (SELECT f.text FROM messages f WHERE f.conversation = c.id AND f.role = 'user'
                        ORDER BY f.seq LIMIT 1)
@@ -414,16 +597,16 @@ fn run_search(
              WHERE messages_fts MATCH ?1 AND c.config = ?2
              ORDER BY rank LIMIT ?3",
     )?;
-    let rows = stmt.query_map(params![words.join(" "), config, limit as i64], |r| {
-        Ok(Hit {
-            conversation: r.get(0)?,
-            agent: r.get(1)?,
-            message_id: r.get(2)?,
-            title: title_of(r.get(4)?, r.get(5)?),
-            snippet: r.get(3)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    let mut rows = stmt.query(params![words.join(" "), config, limit as i64])?;
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        match hit_of(r) {
+            Ok(h) => out.push(h),
+            // The message found, or its conversation: named as a hit.
+            Err(e) => skips.row(row_key("hits", r), e),
+        }
+    }
+    Ok(out)
 }
 
 /// The most a search may be: each word is a prefix term, and the time

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use super::{History, Hit, Op, OpenNotice};
 use crate::core::events::{self, Event, EventSender, HistoryStatus};
 use crate::core::types::message::PartKind;
-use crate::i18n::{gettext, gettext_f};
+use crate::i18n::{fill, gettext, gettext_f, ngettext};
 
 /// What the conversations write to, and which conversation each agent's
 /// events belong to. One lock for both: it is taken for every streamed chunk.
@@ -76,6 +76,22 @@ impl Recorder {
 struct Inner {
     recorder: Mutex<Recorder>,
     events: EventSender,
+    /// Poked when joined text starts waiting (`Recorder::pending` became
+    /// `Some`), and when the service goes: the flusher sleeps on it, so
+    /// that nothing wakes at rest.
+    pending_arrived: Arc<tokio::sync::Notify>,
+    /// Whether the flusher runs (one for the service's life).
+    flusher: std::sync::atomic::AtomicBool,
+    /// How many times the flusher woke (for the tests: none at rest).
+    #[cfg(test)]
+    flusher_wakes: std::sync::atomic::AtomicUsize,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // The flusher ends.
+        self.pending_arrived.notify_one();
+    }
 }
 
 /// The history and its recorder; cheap to clone.
@@ -95,6 +111,10 @@ impl HistoryService {
             inner: Arc::new(Inner {
                 recorder: Mutex::default(),
                 events,
+                pending_arrived: Arc::default(),
+                flusher: std::sync::atomic::AtomicBool::new(false),
+                #[cfg(test)]
+                flusher_wakes: std::sync::atomic::AtomicUsize::new(0),
             }),
         }
     }
@@ -136,6 +156,27 @@ impl HistoryService {
                                     &[("error", e)],
                                 )
                             }),
+                            skipped: None,
+                        }),
+                    );
+                }));
+                let (events, writer) = (self.inner.events.clone(), h.writer().clone());
+                h.on_skipped(Box::new(move |n| {
+                    let text = fill(
+                        &ngettext(
+                            "{n} damaged row of the history could not be read: it was left out, or shown with what could be read.",
+                            "{n} damaged rows of the history could not be read: they were left out, or shown with what could be read.",
+                            u32::try_from(n).unwrap_or(u32::MAX),
+                        ),
+                        &[("n", &n.to_string())],
+                    );
+                    tracing::warn!("{text}");
+                    events::emit(
+                        &events,
+                        Event::HistoryStatus(HistoryStatus {
+                            writable: writer.writes() && writer.failure().is_none(),
+                            error: Some(text),
+                            skipped: Some(n as u64),
                         }),
                     );
                 }));
@@ -157,23 +198,26 @@ impl HistoryService {
     fn emit_status(&self, writable: bool, error: Option<String>) {
         events::emit(
             &self.inner.events,
-            Event::HistoryStatus(HistoryStatus { writable, error }),
+            Event::HistoryStatus(HistoryStatus {
+                writable,
+                error,
+                skipped: None,
+            }),
         );
     }
 
     /// Keeps the conversations of configuration `config` in `history`
     /// (`None`: in memory only).
     pub fn set(&self, history: Option<History>, config: &str) {
-        let start = {
+        let start = history.is_some();
+        {
             let mut r = lock(&self.inner.recorder);
             r.flush_pending();
-            let start = r.history.is_none() && history.is_some();
             r.history = history;
             r.config = config.to_owned();
             r.ids.clear();
             r.titles.clear();
-            start
-        };
+        }
         if start {
             self.start_pending_timer();
         }
@@ -221,6 +265,8 @@ impl HistoryService {
                             text: text.clone(),
                             since: Instant::now(),
                         });
+                        // The flusher sends it if the stream pauses.
+                        self.inner.pending_arrived.notify_one();
                         return None;
                     }
                     let id = r.ids.get(&d.agent)?;
@@ -275,30 +321,49 @@ impl HistoryService {
     }
 
     /// Sends joined text that waited `PENDING_TIME` (a stream that paused),
-    /// every 50 ms, while the service lives.
+    /// while the service lives (one flusher, started with the first
+    /// history). It sleeps until text starts waiting (the recorder pokes
+    /// `pending_arrived`), then until that text is due: nothing wakes at
+    /// rest.
     fn start_pending_timer(&self) {
+        use std::sync::atomic::Ordering;
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
-        let weak = std::sync::Arc::downgrade(&self.inner);
+        if self.inner.flusher.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let arrived = self.inner.pending_arrived.clone();
+        let weak = Arc::downgrade(&self.inner);
         runtime.spawn(async move {
-            let mut tick = tokio::time::interval(PENDING_TIME);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
-                tick.tick().await;
-                let Some(inner) = weak.upgrade() else { return };
-                let mut r = lock(&inner.recorder);
-                if r.history.is_none() {
-                    return;
-                }
-                if r.pending
-                    .as_ref()
-                    .is_some_and(|p| p.since.elapsed() >= PENDING_TIME)
-                {
-                    r.flush_pending();
+                arrived.notified().await;
+                // Text that came after a flush has its own, later, time.
+                loop {
+                    let due = {
+                        let Some(inner) = weak.upgrade() else { return };
+                        #[cfg(test)]
+                        inner.flusher_wakes.fetch_add(1, Ordering::Relaxed);
+                        let mut r = lock(&inner.recorder);
+                        match &r.pending {
+                            None => break,
+                            Some(p) if p.since.elapsed() >= PENDING_TIME => {
+                                r.flush_pending();
+                                break;
+                            }
+                            Some(p) => p.since + PENDING_TIME,
+                        }
+                    };
+                    tokio::time::sleep_until(due.into()).await;
                 }
             }
         });
+    }
+
+    /// How many times the flusher of joined text woke.
+    #[cfg(test)]
+    pub(super) fn flusher_wakes(&self) -> &std::sync::atomic::AtomicUsize {
+        &self.inner.flusher_wakes
     }
 
     /// The recorder, locked: which conversation each agent's events go
@@ -353,10 +418,12 @@ impl HistoryService {
             None => HistoryStatus {
                 writable: false,
                 error: Some(gettext("no history is kept")),
+                skipped: None,
             },
             Some(h) => HistoryStatus {
                 writable: h.writable() && h.writer().failure().is_none(),
                 error: h.writer().failure(),
+                skipped: None,
             },
         }
     }

@@ -349,3 +349,230 @@ fn a_query_past_its_deadline_is_stopped() {
         .expect("the next query");
     assert_eq!(one, 1);
 }
+
+/// Raw SQL on the file, as another program (or a damaged disk) leaves it.
+fn tamper(path: &std::path::Path, sql: &str) {
+    let raw = rusqlite::Connection::open(path).expect("raw connection");
+    raw.busy_timeout(std::time::Duration::from_secs(5))
+        .expect("busy timeout");
+    raw.execute_batch(sql).expect("tampered");
+}
+
+/// Counts what `History::on_skipped` tells.
+fn told_skipped(h: &History) -> Arc<Mutex<Vec<usize>>> {
+    let told: Arc<Mutex<Vec<usize>>> = Arc::default();
+    let t = told.clone();
+    h.on_skipped(Box::new(move |n| lock(&t).push(n)));
+    told
+}
+
+/// A conversation row with a value of the wrong type (a BLOB where the
+/// time is text: TEXT columns turn numbers into text, so a BLOB, or text
+/// that is not UTF-8, is what breaks a row) hides only itself, and is told
+/// once.
+#[test]
+fn a_bad_conversation_row_hides_no_other_conversation() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.sqlite3");
+    let (h, _) = History::open(&path).expect("open");
+    let told = told_skipped(&h);
+    for (c, m) in [("c1", "m1"), ("c2", "m2"), ("c3", "m3"), ("c4", "m4")] {
+        conversation(&h, c, "demo");
+        h.writer().send(Op::Message {
+            conversation: c.into(),
+            message: user(m, &format!("question {c}")),
+        });
+    }
+    h.writer().flush().expect("flush");
+    tamper(
+        &path,
+        "UPDATE conversations SET updated_at = X'00ff' WHERE id = 'c2';
+         UPDATE conversations SET title = CAST(X'c328' AS TEXT) WHERE id = 'c4';",
+    );
+
+    let mut ids: Vec<String> = h
+        .list(CONFIG, "demo", 10, 0)
+        .expect("the list is not lost")
+        .into_iter()
+        .map(|c| c.id)
+        .collect();
+    ids.sort();
+    assert_eq!(ids, ["c1", "c3"]);
+    assert_eq!(*lock(&told), [2]);
+    // Listed again (every `conversations:changed`), nothing new is told.
+    assert_eq!(h.list(CONFIG, "demo", 10, 0).expect("list").len(), 2);
+    // Opened, the row of c4 is the same row: not told again.
+    assert_eq!(h.conversation("c4").expect("read"), None);
+    assert_eq!(*lock(&told), [2]);
+    assert_eq!(h.skipped(), 2);
+    // The conversations that can be read open as before.
+    assert_eq!(h.messages("c3").expect("messages")[0].text(), "question c3");
+}
+
+/// A message whose fields are not JSON keeps its text (its id and role
+/// come from its row); a part that is not JSON is left out; both are told.
+#[test]
+fn a_message_with_broken_fields_keeps_its_text() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.sqlite3");
+    let (h, _) = History::open(&path).expect("open");
+    let told = told_skipped(&h);
+    conversation(&h, "c1", "demo");
+    h.writer().send(Op::Message {
+        conversation: "c1".into(),
+        message: user("m1", "Why is the sky blue?"),
+    });
+    let answer = stream(&h, "c1", "m2", 3, true);
+    h.writer().flush().expect("flush");
+    tamper(&path, "UPDATE messages SET meta = '{broken' WHERE id = 'm1';");
+
+    let messages = h.messages("c1").expect("messages");
+    assert_eq!(messages.len(), 2, "{messages:?}");
+    assert_eq!(
+        (
+            messages[0].id.as_str(),
+            messages[0].role,
+            messages[0].text().as_str()
+        ),
+        ("m1", Role::User, "Why is the sky blue?")
+    );
+    assert_eq!(messages[0].agent, "demo");
+    assert!(messages[0].done);
+    assert_eq!(messages[1], answer);
+    assert_eq!(*lock(&told), [1]);
+
+    tamper(&path, "UPDATE parts SET json = 'nope' WHERE kind = 'tool';");
+    let messages = h.messages("c1").expect("messages");
+    assert_eq!(messages[1].parts, answer.parts[..1]);
+    assert_eq!(*lock(&told), [1, 1]);
+    // Its row is written anew when the message changes.
+    let mut fixed = user("m1", "Why is the sky blue?");
+    fixed.created_at = "2026-12-01T10:00:01.000Z".into();
+    h.writer().send(Op::Message {
+        conversation: "c1".into(),
+        message: fixed.clone(),
+    });
+    h.writer()
+        .flush()
+        .expect("the broken row does not stop the writer");
+    assert_eq!(h.messages("c1").expect("messages")[0], fixed);
+}
+
+/// A hit whose conversation cannot be read is left out of a search.
+#[test]
+fn a_bad_row_is_left_out_of_a_search() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.sqlite3");
+    let (h, _) = History::open(&path).expect("open");
+    let told = told_skipped(&h);
+    for (c, m) in [("c1", "m1"), ("c2", "m2")] {
+        conversation(&h, c, "demo");
+        h.writer().send(Op::Message {
+            conversation: c.into(),
+            message: user(m, "zebras at noon"),
+        });
+    }
+    h.writer().flush().expect("flush");
+    tamper(&path, "UPDATE conversations SET agent = X'01' WHERE id = 'c2';");
+    let hits = h.search(CONFIG, "zebra", 10).expect("search");
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].conversation, "c1");
+    assert_eq!(*lock(&told), [1]);
+}
+
+/// The service tells a skipped row as `history:status`: a note in `error`
+/// (the window shows it), the number in `skipped`.
+#[test]
+fn a_skipped_row_is_told_as_history_status() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.sqlite3");
+    let (tx, rx) = crate::core::events::channel();
+    let service = service::HistoryService::new(tx);
+    service.open(Some(&path), std::path::Path::new(CONFIG));
+    let h = service.store().expect("a history");
+    for c in ["c1", "c2", "c3"] {
+        conversation(&h, c, "demo");
+    }
+    h.writer().flush().expect("flush");
+    tamper(
+        &path,
+        "UPDATE conversations SET updated_at = X'00' WHERE id = 'c2';",
+    );
+    while rx.try_recv().is_ok() {}
+
+    assert_eq!(
+        h.list(&service.config_key(), "demo", 10, 0).expect("list").len(),
+        2
+    );
+    let told: Vec<crate::core::events::HistoryStatus> = std::iter::from_fn(|| rx.try_recv().ok())
+        .filter_map(|e| match e {
+            crate::core::events::Event::HistoryStatus(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].skipped, Some(1));
+    assert!(told[0].writable);
+    let note = told[0].error.as_deref().unwrap_or_default();
+    assert!(note.starts_with("1 damaged row of the history"), "{note}");
+    let json = serde_json::to_value(&told[0]).expect("json");
+    assert_eq!(json["skipped"], 1);
+    assert_eq!(json["writable"], true);
+}
+
+/// At rest (no text waiting) the flusher of joined text does not wake at
+/// all (it ran every 50 ms); text that waits is still sent once due,
+/// without another event to carry it, and then the flusher rests again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_flusher_of_joined_text_sleeps_at_rest() {
+    use crate::core::events::{Event, MessageDelta};
+    use std::sync::atomic::Ordering;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("h.sqlite3");
+    let (tx, _rx) = crate::core::events::channel();
+    let service = service::HistoryService::new(tx);
+    service.open(Some(&path), std::path::Path::new(CONFIG));
+    let wakes = || service.flusher_wakes().load(Ordering::Relaxed);
+
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(wakes() <= 1, "the flusher woke {} times at rest", wakes());
+
+    let h = service.store().expect("a history");
+    conversation(&h, "c1", "demo");
+    let mut m = Message::new("m1".into(), "demo", Role::Agent);
+    m.done = false;
+    h.writer().send(Op::Message {
+        conversation: "c1".into(),
+        message: m,
+    });
+    service.recorder().ids.insert("demo".into(), "c1".into());
+    service.record(&Event::MessageDelta(MessageDelta {
+        agent: "demo".into(),
+        message_id: "m1".into(),
+        index: 0,
+        kind: PartKind::Text,
+        text: Some("paused here".into()),
+        part: None,
+    }));
+    // Read without `HistoryService::flushed` (which would send the text
+    // itself): only the flusher sends it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        h.writer().flush().expect("flush");
+        if h.messages("c1").expect("messages")[0].text() == "paused here" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the waiting text was never sent"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let after = wakes();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(
+        wakes() - after <= 1,
+        "the flusher woke {} times at rest after a stream",
+        wakes() - after
+    );
+}

@@ -168,6 +168,8 @@ fn run(
     }
     let mut later: Vec<i64> = Vec::new();
     loop {
+        // At rest (nothing sent, nothing left to index) the thread sleeps
+        // on the channel with no timeout: it wakes only for a change.
         let first = if later.is_empty() {
             match rx.recv() {
                 Ok(op) => op,
@@ -435,7 +437,10 @@ fn write_batch(conn: &mut Connection, ops: Vec<Op>, later: &mut Vec<i64>) -> rus
                 }
                 let existing: Option<(i64, String)> = tx
                     .prepare_cached("SELECT rowid, meta FROM messages WHERE conversation = ?1 AND id = ?2")?
-                    .query_row(params![conversation, message.id], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .query_row(params![conversation, message.id], |r| {
+                        // Fields that cannot be read are written anew.
+                        Ok((r.get(0)?, r.get::<_, String>(1).unwrap_or_default()))
+                    })
                     .optional()?;
                 let rowid = match existing {
                     Some((rowid, old)) => {
