@@ -3291,6 +3291,10 @@ fn main() {
         ("ui::changes_review_and_undo", changes::review_and_undo),
         ("ui::follow_the_agent", changes::follow_the_agent),
         (
+            "ui::changes_beside_the_turn_are_apart",
+            changes::changes_beside_the_turn_are_apart,
+        ),
+        (
             "ui::changes_by_keyboard_and_screen_reader",
             changes::changes_by_keyboard_and_screen_reader,
         ),

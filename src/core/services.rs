@@ -269,9 +269,12 @@ impl Core {
                 ))
             }
             "ChatService.UndoTurn" => {
-                let merge = params.get(2).and_then(Value::as_bool).unwrap_or(false);
+                let how = crate::core::checkpoints::How {
+                    merge: params.get(2).and_then(Value::as_bool).unwrap_or(false),
+                    all: params.get(3).and_then(Value::as_bool).unwrap_or(false),
+                };
                 to(serde_json::to_value(
-                    self.chat.undo_turn(&s(0)?, opt_str(params, 1), merge).await?,
+                    self.chat.undo_turn(&s(0)?, opt_str(params, 1), how).await?,
                 ))
             }
             "ChatService.UndoRevert" => {
@@ -413,13 +416,25 @@ fn config_hooks(
     }
 }
 
-/// A file write of the agent's waits for its turn's first snapshot.
+/// A file write or a command of the agent's waits for its turn's first
+/// snapshot; what it writes, or the time it runs, is the turn's.
 fn write_gate(checkpoints: &CheckpointService) -> crate::core::supervisor::WriteGate {
     let k = checkpoints.clone();
-    std::sync::Arc::new(move |agent: &str| {
+    std::sync::Arc::new(move |agent: &str, written: Option<std::path::PathBuf>| {
         let (k, agent) = (k.clone(), agent.to_owned());
-        Box::pin(async move { k.before_recorded(&agent).await })
-            as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        Box::pin(async move {
+            k.before_recorded(&agent).await;
+            match written {
+                Some(path) => k.note_path(&agent, &path),
+                // A terminal's command runs until the turn ends, as far as
+                // the checkpoints know.
+                None => {
+                    static TERMINALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                    let n = TERMINALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    k.note_command(&agent, &format!("terminal {n}"), true);
+                }
+            }
+        }) as std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
     })
 }
 

@@ -98,9 +98,13 @@ Prompt keywords (the prompt's first word):
                        override in the tool's title
   fs-read PATH         ask Parley to read PATH and show the answer
   fs-write PATH TEXT   ask Parley to write TEXT to PATH and show the answer
-  disk-edit OP...      change files in the cwd by itself (not through fs/*):
+  disk-edit OP...      change files in the cwd by itself (not through fs/*),
+                       each named in a tool call (quiet:OP: not named):
                        write:PATH=TEXT, append:PATH=TEXT, delete:PATH,
-                       rename:FROM=TO (in TEXT, \\n is a newline, \\s a space)
+                       rename:FROM=TO, chmod:PATH=MODE, mkdir:PATH,
+                       rmdir:PATH, rmtree:PATH, symlink:PATH=TARGET, sleep:MS
+                       (in TEXT, \\n is a newline, \\s a space)
+  disk-edit-now OP...  as disk-edit, the moment the prompt arrives
   changefiles          as disk-edit, a line appended to src/main.rs
   fs-race N OUTSIDE    swap a directory of the cwd with a symlink to OUTSIDE
                        (renameat2 RENAME_EXCHANGE) while reading and writing

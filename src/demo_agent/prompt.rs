@@ -97,7 +97,11 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         "changefiles" => {
             agent.chunk(&sid, "agent_thought_chunk", "Deciding what to change…");
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            let said = disk::edit(&["append:src/main.rs=//\\sedited\\sby\\sthe\\sdemo\\sagent\\n"]);
+            let said = disk::edit(
+                &agent,
+                &sid,
+                &["append:src/main.rs=//\\sedited\\sby\\sthe\\sdemo\\sagent\\n"],
+            );
             agent.chunk(&sid, "agent_message_chunk", &said);
             "end_turn".to_string()
         }
@@ -105,7 +109,13 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
             // An agent thinks before it acts (a model's answer comes first).
             agent.chunk(&sid, "agent_thought_chunk", "Deciding what to change…");
             tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-            let said = disk::edit(w.get(1..).unwrap_or_default());
+            let said = disk::edit(&agent, &sid, w.get(1..).unwrap_or_default());
+            agent.chunk(&sid, "agent_message_chunk", &said);
+            "end_turn".to_string()
+        }
+        // The same, the moment the prompt arrives (no thinking first).
+        "disk-edit-now" => {
+            let said = disk::edit(&agent, &sid, w.get(1..).unwrap_or_default());
             agent.chunk(&sid, "agent_message_chunk", &said);
             "end_turn".to_string()
         }

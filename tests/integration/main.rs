@@ -31,3 +31,4 @@ mod steering;
 mod supervisor;
 mod terminals;
 mod translations;
+mod undo_hardening;

@@ -117,7 +117,7 @@ async fn codex_edits_asks_runs_cancels_fails_clearly_and_resumes() {
     let undone = h
         .core
         .chat
-        .undo_turn("codex", None, false)
+        .undo_turn("codex", None, Default::default())
         .await
         .expect("undo turn");
     assert_eq!(p.notes_text(), NOTES);

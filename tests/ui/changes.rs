@@ -150,6 +150,79 @@ pub fn review_and_undo(app: &adw::Application) -> Result<(), String> {
     Ok(())
 }
 
+/// What changed during a turn that nothing ties to the agent is shown
+/// apart ("perhaps not by the agent"), and Undo Turn leaves it.
+pub fn changes_beside_the_turn_are_apart(app: &adw::Application) -> Result<(), String> {
+    let project = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let main = project.path().join("src/main.rs");
+    let mine = project.path().join("notes.txt");
+    std::fs::create_dir_all(project.path().join("src")).map_err(|e| e.to_string())?;
+    std::fs::write(&main, lines(&[])).map_err(|e| e.to_string())?;
+    std::fs::write(&mine, "mine\n").map_err(|e| e.to_string())?;
+    let f = open_window(app, &auth_config("", project.path()))?;
+    select_demo(&f)?;
+    type_and_send(
+        &f,
+        &format!("{} sleep:1500", disk_write("src/main.rs", &lines(&[3]))),
+    );
+    // The user types in their editor while the agent works.
+    spin(Duration::from_millis(700));
+    std::fs::write(&mine, "typed meanwhile\n").map_err(|e| e.to_string())?;
+    let button = f.win.changes_button();
+    spin_until("the Changes button", Duration::from_secs(20), || {
+        button.is_visible()
+    })?;
+    button.emit_clicked();
+    spin_until("the Changes window", Duration::from_secs(5), || {
+        changes_window(app).is_some()
+    })?;
+    let window = changes_window(app).ok_or("no Changes window")?;
+    spin_until("both files", Duration::from_secs(10), || {
+        let titles: Vec<String> = expanders(window.upcast_ref())
+            .iter()
+            .map(|e| e.title().to_string())
+            .collect();
+        titles.contains(&"src/main.rs".to_owned()) && titles.contains(&"notes.txt".to_owned())
+    })?;
+    let shown = texts(window.upcast_ref());
+    if !shown
+        .iter()
+        .any(|t| t == "Changed during the turn, perhaps not by the agent")
+    {
+        return Err(format!("no heading for the files beside the turn: {shown:?}"));
+    }
+    let style = adw::StyleManager::default();
+    for (width, dark, name) in [
+        (820, false, "61-changes-beside-the-turn"),
+        (360, true, "61-changes-beside-the-turn-narrow-dark"),
+    ] {
+        style.set_color_scheme(if dark {
+            adw::ColorScheme::ForceDark
+        } else {
+            adw::ColorScheme::ForceLight
+        });
+        window.set_default_size(width, 680);
+        spin_until(&format!("the width {width}"), Duration::from_secs(5), || {
+            window.width() <= width + 2
+        })?;
+        spin(Duration::from_millis(300));
+        save_png(&window, name)?;
+    }
+    style.set_color_scheme(adw::ColorScheme::Default);
+    let undo = button_named(window.upcast_ref(), "_Undo Turn").ok_or("no Undo Turn")?;
+    undo.emit_clicked();
+    spin_until("the turn undone", Duration::from_secs(10), || {
+        std::fs::read_to_string(&main).ok() == Some(lines(&[]))
+    })?;
+    let kept = std::fs::read_to_string(&mine).map_err(|e| e.to_string())?;
+    if kept != "typed meanwhile\n" {
+        return Err(format!("Undo Turn set back the user's file: {kept:?}"));
+    }
+    window.close();
+    close(f);
+    Ok(())
+}
+
 /// Follow the agent: with `followAgent`, the file a tool call names opens
 /// in the configured editor at its line as the call comes; a location in
 /// a tool card opens it on a click.

@@ -230,11 +230,16 @@ fn history(command: &str, args: &[String]) -> ExitCode {
 
 /// `changes AGENT [CONVERSATION]`: what the turns of the agent's latest
 /// conversation (or the one named) changed, as `ChatService.Changes`
-/// answers. `undo AGENT [TURN] [--merge]`: `ChatService.UndoTurn` in the
-/// latest conversation (its last turn when none is named).
+/// answers. `undo AGENT [TURN] [--merge] [--all]`: `ChatService.UndoTurn`
+/// in the latest conversation (its last turn when none is named).
 fn changes(command: &str, args: &[String]) -> ExitCode {
     let merge = args.iter().any(|a| a == "--merge");
-    let args: Vec<String> = args.iter().filter(|a| *a != "--merge").cloned().collect();
+    let all = args.iter().any(|a| a == "--all");
+    let args: Vec<String> = args
+        .iter()
+        .filter(|a| *a != "--merge" && *a != "--all")
+        .cloned()
+        .collect();
     let Opts { rest, config, .. } = match options(&args) {
         Ok(o) => o,
         Err(e) => {
@@ -242,7 +247,7 @@ fn changes(command: &str, args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if rest.is_empty() || rest.len() > 2 || (merge && command != "undo") {
+    if rest.is_empty() || rest.len() > 2 || ((merge || all) && command != "undo") {
         return usage();
     }
     let rt = runtime();
@@ -271,7 +276,11 @@ fn changes(command: &str, args: &[String]) -> ExitCode {
             core.chat.open(agent, &conversation).await?;
             let r = core
                 .chat
-                .undo_turn(agent, rest.get(1).map(String::as_str), merge)
+                .undo_turn(
+                    agent,
+                    rest.get(1).map(String::as_str),
+                    parley::core::checkpoints::How { merge, all },
+                )
                 .await?;
             Ok(serde_json::to_string(&r).unwrap_or_default())
         }

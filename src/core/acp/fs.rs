@@ -34,7 +34,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::fs_syscalls::{
-    c_path, fstat, in_groups, is_kind, lstat_at, make_dir_at, open_beneath, readlink_at, replace, unlink_at,
+    c_path, chmod_fd, fstat, in_groups, is_kind, lstat_at, make_dir_at, open_beneath, readlink_at,
+    remove_dir_at, replace, unlink_at,
 };
 
 /// The most a read answers with, counted as the JSON string it becomes
@@ -442,6 +443,42 @@ impl FsScope {
             Ok(_) => {}
         }
         unlink_at(&dir, name).map_err(|e| Self::io(path, e))
+    }
+
+    /// Removes an empty directory beneath the root (a revert that puts a
+    /// file back where the turn made a folder); one that is not there is
+    /// no error, one that is not empty is.
+    pub fn remove_empty_dir(&self, path: &Path) -> Result<(), FsError> {
+        let (root, rel) = self.beneath(path)?;
+        let Some((parent, name)) = split(&rel) else {
+            return Err(FsError::NotRegular(path.display().to_string()));
+        };
+        let dir = match open_beneath(root.as_raw_fd(), parent, libc::O_PATH | libc::O_DIRECTORY, 0) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            other => other.map_err(|e| self.fail(path, e))?,
+        };
+        match lstat_at(&dir, name) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            Err(e) => Err(Self::io(path, e)),
+            Ok(st) if !is_kind(&st, libc::S_IFDIR) => Err(FsError::NotRegular(path.display().to_string())),
+            Ok(_) => remove_dir_at(&dir, name).map_err(|e| Self::io(path, e)),
+        }
+    }
+
+    /// Sets a regular file's permission bits, beneath the root and never
+    /// through a link (a revert of a mode-only change).
+    pub fn set_mode(&self, path: &Path, mode: u32) -> Result<(), FsError> {
+        let (root, rel) = self.beneath(path)?;
+        let fd = open_beneath(
+            root.as_raw_fd(),
+            &rel,
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK,
+            0,
+        )
+        .map_err(|e| self.fail(path, e))?;
+        let st = fstat(&fd).map_err(|e| Self::io(path, e))?;
+        Self::check_file(path, &st)?;
+        chmod_fd(&fd, mode & 0o7777).map_err(|e| Self::io(path, e))
     }
 
     /// Makes the directories leading to `path` that are missing, each

@@ -122,6 +122,25 @@ pub(super) fn unlink_at(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
     Ok(())
 }
 
+/// `unlinkat(AT_REMOVEDIR)`: an empty directory in a directory fd.
+pub(super) fn remove_dir_at(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
+    let name = c_path(Path::new(name))?;
+    // SAFETY: `name` is a valid path; `dir` is an open directory fd.
+    if unsafe { libc::unlinkat(dir.as_raw_fd(), name.as_ptr(), libc::AT_REMOVEDIR) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `fchmod` of an open file.
+pub(super) fn chmod_fd(fd: &impl AsRawFd, mode: u32) -> io::Result<()> {
+    // SAFETY: the fd is open; fchmod has no other precondition.
+    if unsafe { libc::fchmod(fd.as_raw_fd(), mode as libc::mode_t) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// `mkdirat` of a name in a directory fd, mode 0o777 under the umask.
 pub(super) fn make_dir_at(dir: &OwnedFd, name: &OsStr) -> io::Result<()> {
     let name = c_path(Path::new(name))?;

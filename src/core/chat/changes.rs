@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::state::*;
-use crate::core::checkpoints::{Changes, CheckpointError, Reverted, TurnStart};
+use crate::core::checkpoints::{Changes, CheckpointError, How, Reverted, TurnStart};
 
 impl ChatService {
     /// The key the open conversation's checkpoints go under: its id in the
@@ -77,18 +77,14 @@ impl ChatService {
         Ok(self
             .inner
             .checkpoints
-            .revert(agent, &key, turn, path, hunk, merge)
+            .revert(agent, &key, turn, path, hunk, How { merge, all: false })
             .await?)
     }
 
-    /// `UndoTurn(agent, turn?, merge?)`: the last turn with checkpoints
-    /// when none is named.
-    pub async fn undo_turn(
-        &self,
-        agent: &str,
-        turn: Option<&str>,
-        merge: bool,
-    ) -> Result<Reverted, ChatError> {
+    /// `UndoTurn(agent, turn?, merge?, all?)`: the last turn with
+    /// checkpoints when none is named. Files that nothing ties to the turn
+    /// are left alone unless `how.all`.
+    pub async fn undo_turn(&self, agent: &str, turn: Option<&str>, how: How) -> Result<Reverted, ChatError> {
         self.known(agent)?;
         let key = self.checkpoint_key(agent);
         let turn = match turn {
@@ -107,7 +103,7 @@ impl ChatService {
         Ok(self
             .inner
             .checkpoints
-            .revert(agent, &key, &turn, None, None, merge)
+            .revert(agent, &key, &turn, None, None, how)
             .await?)
     }
 

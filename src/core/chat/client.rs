@@ -157,9 +157,18 @@ impl ChatService {
             return;
         }
         self.heard_from(agent, c);
+        let tool = match &update {
+            acp::SessionUpdate::ToolCall(t) => Some(t.tool_call_id.to_string()),
+            acp::SessionUpdate::ToolCallUpdate(u) => Some(u.tool_call_id.to_string()),
+            _ => None,
+        };
         let mut next_id = || self.next_id("m");
         let mut emit = |e: Event| self.emit(e);
-        if let Some(kind) = c.apply(agent, update, &mut next_id, &mut emit) {
+        let unshown = c.apply(agent, update, &mut next_id, &mut emit);
+        if let Some(call) = tool.and_then(|id| super::updates::find_tool(c, &id)) {
+            self.note_tool(agent, &call);
+        }
+        if let Some(kind) = unshown {
             drop(convs);
             self.tell_once(agent, &kind, || {
                 format!("parley: the agent sends {kind} session updates, which Parley does not show (said once per kind)")

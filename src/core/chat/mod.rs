@@ -6,6 +6,7 @@
 //! conversations, the inbox, attachments.
 
 mod attachments;
+mod attribution;
 mod changes;
 mod client;
 mod closing;

@@ -6,6 +6,9 @@ use super::closing;
 use super::permissions::permission_outcome;
 use super::state::*;
 
+/// How long a prompt waits at most for the snapshot before its turn.
+const BEFORE_PROMPT_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl ChatService {
     /// `Send(agent, text)`: the new user message's id.
     pub fn send(&self, agent: &str, text: &str) -> Result<String, ChatError> {
@@ -135,7 +138,9 @@ impl ChatService {
         // The snapshot before the turn starts now, the one after is taken
         // however the turn ends (a crash too).
         let checkpoint = self.begin_checkpoint(agent, id);
-        let end = self.prompt_turn(agent, id, &conn, generation).await;
+        let end = self
+            .prompt_turn(agent, id, &conn, generation, checkpoint.as_ref())
+            .await;
         if let Some(start) = checkpoint {
             self.inner.checkpoints.end(start);
         }
@@ -181,6 +186,7 @@ impl ChatService {
         id: &str,
         conn: &crate::core::acp::Connection,
         generation: u64,
+        checkpoint: Option<&crate::core::checkpoints::TurnStart>,
     ) -> Option<TurnEnd> {
         {
             let mut convs = lock(&self.inner.convs);
@@ -249,8 +255,19 @@ impl ChatService {
         }
         self.watch_silence(agent, &give_up);
         // The snapshot before the turn, begun before the session opened,
-        // goes on while the agent thinks: the prompt does not wait for it
-        // (a file write or a command of the agent's does).
+        // is taken before the prompt goes out: an agent may write the
+        // moment the prompt arrives, and that write is the turn's. On an
+        // unchanged tree it is one `git status` (bench: "prompt waits for
+        // its checkpoint"); a snapshot that takes too long lets the prompt
+        // go (the agent's file writes and commands still wait for it).
+        if let Some(start) = checkpoint {
+            if !start.recorded(BEFORE_PROMPT_LIMIT).await {
+                self.inner.supervisor.log(
+                    agent,
+                    "parley: the checkpoint before the turn is taking long; the prompt goes out now".into(),
+                );
+            }
+        }
         // Dropping the prompt's future (Cancel not answered in time) sends
         // `$/cancel_request` for it.
         let prompt = calls::prompt(conn, &session, blocks);

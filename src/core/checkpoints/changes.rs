@@ -92,12 +92,15 @@ pub(super) fn changes_of(store: &Path, record: &Record, only: Option<&str>) -> C
                 Ok(mut fs) => {
                     for f in &mut fs {
                         apply_reviews(f, &t.reviews);
+                        f.unattributed = root.unattributed.contains(&f.git_path);
                     }
                     let span = spans
                         .entry(root.root.clone())
                         .or_insert_with(|| (before.clone(), after.clone(), Default::default()));
                     span.1 = after.clone();
-                    for f in &fs {
+                    // The total counts what the turns made, not what only
+                    // changed beside them.
+                    for f in fs.iter().filter(|f| !f.unattributed) {
                         span.2.insert(f.git_path.clone());
                         if let Some(o) = &f.git_old_path {
                             span.2.insert(o.clone());

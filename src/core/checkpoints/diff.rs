@@ -64,11 +64,42 @@ pub struct FileChange {
     pub hunks: Vec<Hunk>,
     #[serde(default)]
     pub review: Review,
+    /// Changed during the turn, but nothing ties it to the turn: not
+    /// written through `fs/*`, not named by the turn's tool calls, not
+    /// changed while a command of the turn ran. Perhaps another agent or
+    /// the user: Undo of the turn leaves it alone unless asked.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub unattributed: bool,
+    /// Only the executable bit changed (no line did).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mode_change: Option<ModeChange>,
     /// Below the work tree (what git names it): for reverting.
     #[serde(skip)]
     pub git_path: String,
     #[serde(skip)]
     pub git_old_path: Option<String>,
+    /// `git_path` as git gave it: a name need not be UTF-8.
+    #[serde(skip)]
+    pub git_raw: Vec<u8>,
+    #[serde(skip)]
+    pub git_old_raw: Option<Vec<u8>>,
+}
+
+/// A file's mode before and after the turn, where it changed (`100644`,
+/// `100755`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModeChange {
+    pub old_mode: String,
+    pub new_mode: String,
+}
+
+impl FileChange {
+    /// The file on disk, below the work tree `work`.
+    pub fn full(&self, work: &std::path::Path) -> std::path::PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        work.join(std::ffi::OsStr::from_bytes(&self.git_raw))
+    }
 }
 
 /// The changes from `before` to `after`, below `prefix` (paths shown
@@ -130,10 +161,21 @@ pub fn parse(out: &[u8], root: &str, prefix: &str) -> Vec<FileChange> {
             .next()
             .and_then(|s| s.chars().next())
             .unwrap_or('M');
+        // `OLDMODE NEWMODE OLDID NEWID STATUS`
+        let modes: Vec<&str> = meta.split(' ').take(2).collect();
+        let mode_change = match modes.as_slice() {
+            [old, new] if old != new && *old != "000000" && *new != "000000" => Some(ModeChange {
+                old_mode: (*old).to_owned(),
+                new_mode: (*new).to_owned(),
+            }),
+            _ => None,
+        };
         let Some(path) = fields.next() else { break };
         consumed += path.len() + 1;
+        let mut raw = path.to_vec();
         let mut path = String::from_utf8_lossy(path).into_owned();
         let mut old = None;
+        let mut old_raw = None;
         let status = match letter {
             'A' => FileStatus::Added,
             'D' => FileStatus::Deleted,
@@ -144,6 +186,7 @@ pub fn parse(out: &[u8], root: &str, prefix: &str) -> Vec<FileChange> {
                     &mut path,
                     String::from_utf8_lossy(new).into_owned(),
                 ));
+                old_raw = Some(std::mem::replace(&mut raw, new.to_vec()));
                 FileStatus::Renamed
             }
             _ => FileStatus::Modified,
@@ -160,8 +203,12 @@ pub fn parse(out: &[u8], root: &str, prefix: &str) -> Vec<FileChange> {
             deletions: 0,
             hunks: Vec::new(),
             review: Review::Pending,
+            unattributed: false,
+            mode_change: mode_change.filter(|_| letter == 'M'),
             git_path: path,
             git_old_path: old,
+            git_raw: raw,
+            git_old_raw: old_raw,
         });
     }
     // The patches: one `diff --git` section per record, in order.

@@ -5,6 +5,7 @@
 //! (keep, revert a hunk, a file, undo a turn, undo a revert) works from
 //! those snapshots.
 //!
+//! - `attribution`: what ties a changed file to the turn;
 //! - `git`: running the `git` program on a shadow repository;
 //! - `shadow`: a root's repository, its snapshots and refs;
 //! - `diff`: files and hunks between two snapshots;
@@ -16,6 +17,7 @@
 //!
 //! All git work runs on tokio's blocking pool, never on the main loop.
 
+pub mod attribution;
 mod changes;
 pub mod diff;
 pub mod git;
@@ -28,7 +30,9 @@ pub mod store;
 
 pub use changes::{Changes, FileTotal, TurnChanges};
 pub use diff::{FileChange, FileStatus, Hunk, Review};
-pub use service::{default_store, CheckpointError, CheckpointService, Reverted, Settings, TurnStart};
+pub use service::{
+    default_store, CheckpointError, CheckpointService, How, Refused, Reverted, Settings, TurnStart,
+};
 
 #[cfg(test)]
 mod tests;

@@ -6,13 +6,14 @@ use std::sync::atomic::Ordering;
 
 use super::diff::{self, Review};
 use super::revert::{self, RevertError, Sides, Write};
-use super::service::{lock, CheckpointError, CheckpointService, Reverted, Undo, UNDO_DEPTH};
+use super::service::{lock, CheckpointError, CheckpointService, How, Refused, Reverted, Undo, UNDO_DEPTH};
 use super::shadow::Shadow;
 use super::store::{self, review_key};
 
 impl CheckpointService {
     /// Reverts a hunk, a file (`hunk: None`) or every file of the turn
-    /// (`path: None`). `merge`: revert only the turn's part of files
+    /// (`path: None`: those the turn made, and the unattributed ones only
+    /// with `how.all`). `how.merge`: revert only the turn's part of files
     /// changed since.
     pub async fn revert(
         &self,
@@ -21,7 +22,7 @@ impl CheckpointService {
         turn: &str,
         path: Option<&str>,
         hunk: Option<usize>,
-        merge: bool,
+        how: How,
     ) -> Result<Reverted, CheckpointError> {
         let store = self.inner.store.clone().ok_or(CheckpointError::Off)?;
         let this = self.clone();
@@ -29,7 +30,7 @@ impl CheckpointService {
         let path = path.map(str::to_owned);
         let (a, c, t) = (agent.clone(), conversation.clone(), turn.clone());
         let result = tokio::task::spawn_blocking(move || {
-            this.revert_blocking(&store, &a, &c, &t, path.as_deref(), hunk, merge)
+            this.revert_blocking(&store, &a, &c, &t, path.as_deref(), hunk, how)
         })
         .await
         .map_err(|e| CheckpointError::Failed(e.to_string()))??;
@@ -51,7 +52,7 @@ impl CheckpointService {
         turn: &str,
         path: Option<&str>,
         hunk: Option<usize>,
-        merge: bool,
+        how: How,
     ) -> Result<Reverted, CheckpointError> {
         let _held = lock(&self.inner.records);
         let mut record =
@@ -64,6 +65,7 @@ impl CheckpointService {
         let turn_rec = record.turns[t].clone();
         let mut writes = Vec::new();
         let mut reviewed = Vec::new();
+        let mut left_alone = Vec::new();
         let mut found = false;
         for (ri, root) in turn_rec.roots.iter().enumerate() {
             let (Some(before), Some(after)) = (&root.before, &root.after) else {
@@ -73,18 +75,19 @@ impl CheckpointService {
                 .map_err(|e| CheckpointError::Failed(e.to_string()))?;
             let files = diff::changes(&shadow.git, &root.root, &shadow.prefix, before, after)
                 .map_err(|e| CheckpointError::Failed(e.to_string()))?;
-            let sides = Sides {
-                shadow: &shadow,
-                before,
-                after,
-                left: &root.left,
-            };
+            let sides = Sides::new(&shadow, before, after, &root.left);
             for file in &files {
                 if let Some(p) = path {
                     let full = Path::new(&root.root).join(&file.path);
                     if p != file.path && Path::new(p) != full {
                         continue;
                     }
+                } else if !how.all && root.unattributed.contains(&file.git_path) {
+                    // Changed during the turn by something Parley cannot
+                    // tie to it: the user picks it, or it stays.
+                    found = true;
+                    left_alone.push(file.path.clone());
+                    continue;
                 }
                 found = true;
                 if let Some(h) = hunk {
@@ -96,7 +99,7 @@ impl CheckpointService {
                     }
                 }
                 writes.extend(
-                    revert::plan_file(&sides, file, hunk, merge)?
+                    revert::plan_file(&sides, file, hunk, how.merge)?
                         .into_iter()
                         .map(|w| (ri, w)),
                 );
@@ -109,9 +112,17 @@ impl CheckpointService {
                 None => CheckpointError::NoTurn(turn.to_owned()),
             });
         }
+        let refused = revert::refuse_blocked(&mut writes);
+        reviewed.retain(|key| {
+            !refused.iter().any(|(p, _)| {
+                turn_rec
+                    .roots
+                    .iter()
+                    .any(|r| key.starts_with(&review_key(&r.root, p, None)))
+            })
+        });
         let plain: Vec<Write> = writes.iter().map(|(_, w)| w.clone()).collect();
         revert::apply(&plain)?;
-        // The review, and what the revert left in each file.
         // What this revert changes in the record, as it was (its Undo puts
         // back only these).
         let mut old_reviews = Vec::new();
@@ -121,21 +132,25 @@ impl CheckpointService {
             let was = rec.reviews.insert(key.clone(), Review::Reverted);
             old_reviews.push((key, was));
         }
-        for (ri, w) in &writes {
-            let Some(root) = rec.roots.get_mut(*ri) else {
+        // What the revert left in each file, hashed through one process
+        // per root.
+        for (ri, root) in rec.roots.iter_mut().enumerate() {
+            let mine: Vec<&Write> = writes.iter().filter(|(r, _)| *r == ri).map(|(_, w)| w).collect();
+            if mine.is_empty() {
                 continue;
-            };
-            old_left.push((*ri, w.git_path.clone(), root.left.get(&w.git_path).cloned()));
-            let shadow = Shadow::open(store, Path::new(&root.root)).ok();
-            match (&w.content, shadow) {
-                (Some(bytes), Some(s)) => {
-                    if let Ok(id) = s.git.hash(bytes) {
-                        root.left.insert(w.git_path.clone(), id);
-                    }
-                }
-                _ => {
-                    root.left.remove(&w.git_path);
-                }
+            }
+            for w in &mine {
+                old_left.push((ri, w.git_path.clone(), root.left.get(&w.git_path).cloned()));
+                root.left.remove(&w.git_path);
+            }
+            let written: Vec<&&Write> = mine.iter().filter(|w| w.content.is_some()).collect();
+            let paths: Vec<std::path::PathBuf> = written.iter().map(|w| w.full.clone()).collect();
+            let ids = Shadow::open(store, Path::new(&root.root))
+                .ok()
+                .and_then(|s| s.git.hash_files(&paths).ok())
+                .unwrap_or_default();
+            for (w, id) in written.iter().zip(ids) {
+                root.left.insert(w.git_path.clone(), id);
             }
         }
         if let Err(e) = store::save(store, &record) {
@@ -157,7 +172,16 @@ impl CheckpointService {
         while undo.len() > UNDO_DEPTH {
             undo.pop_front();
         }
-        Ok(Reverted { id, files, merged })
+        Ok(Reverted {
+            id,
+            files,
+            merged,
+            left_alone,
+            refused: refused
+                .into_iter()
+                .map(|(path, reason)| Refused { path, reason })
+                .collect(),
+        })
     }
 
     /// Puts back what a revert changed, if the files still hold what it
@@ -186,15 +210,7 @@ impl CheckpointService {
                     )));
                 }
             }
-            let back: Vec<Write> = undo
-                .writes
-                .iter()
-                .map(|w| Write {
-                    previous: w.content.clone(),
-                    content: w.previous.clone(),
-                    ..w.clone()
-                })
-                .collect();
+            let back: Vec<Write> = undo.writes.iter().map(Write::reversed).collect();
             revert::apply(&back)?;
             if let Some(mut record) = store::load(&store, &undo.conversation) {
                 if let Some(t) = record.turns.iter_mut().find(|t| t.turn == undo.turn) {
@@ -219,7 +235,7 @@ impl CheckpointService {
             Ok(Reverted {
                 id,
                 files: back.iter().map(|w| w.shown.clone()).collect(),
-                merged: false,
+                ..Default::default()
             })
         })
         .await

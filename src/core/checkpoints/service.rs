@@ -12,6 +12,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::sync::watch;
 
+use super::attribution::Attribution;
 use super::changes::{changes_of, count_files, Changes};
 use super::diff::Review;
 use super::revert::{RevertError, Write};
@@ -109,13 +110,35 @@ impl From<RevertError> for CheckpointError {
 }
 
 /// What a revert did: its id (for `UndoRevert`) and the files written.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Reverted {
     pub id: String,
     pub files: Vec<String>,
     /// Some file was merged with changes made since the turn.
     pub merged: bool,
+    /// Files that changed during the turn but that nothing ties to it: an
+    /// Undo of the whole turn leaves them as they are (see `How::all`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_alone: Vec<String>,
+    /// Files that could not be put back, each with why; the rest was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refused: Vec<Refused>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Refused {
+    pub path: String,
+    pub reason: String,
+}
+
+/// How a revert goes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct How {
+    /// Revert only the turn's part of a file changed since (three-way).
+    pub merge: bool,
+    /// With the whole turn: the files nothing ties to the turn too.
+    pub all: bool,
 }
 
 /// A revert remembered for its Undo.
@@ -140,6 +163,21 @@ pub struct TurnStart {
     at_ms: u64,
     done: watch::Receiver<bool>,
     roots: Arc<Mutex<Vec<RootRecord>>>,
+    /// The directories recorded, as given.
+    dirs: Vec<PathBuf>,
+    /// What ties a change to this turn, gathered while it runs.
+    attribution: Arc<Mutex<Attribution>>,
+}
+
+impl TurnStart {
+    /// Waits (at most `limit`) until the snapshot before the turn is
+    /// taken: the prompt goes out after it, so that nothing the agent does
+    /// on receiving it is taken for the turn's starting point.
+    pub async fn recorded(&self, limit: Duration) -> bool {
+        let mut done = self.done.clone();
+        let recorded = tokio::time::timeout(limit, done.wait_for(|d| *d)).await.is_ok();
+        recorded
+    }
 }
 
 #[derive(Clone)]
@@ -164,6 +202,8 @@ pub(super) struct Inner {
     pub(super) last_prune: Mutex<Option<std::time::Instant>>,
     /// Turns whose second snapshot is still under way.
     pub(super) ending: watch::Sender<usize>,
+    /// Each agent's running turn's attribution (see `attribution`).
+    pub(super) attributions: Mutex<HashMap<String, Arc<Mutex<Attribution>>>>,
 }
 
 /// Says a turn's "after" is taken when dropped.
@@ -212,6 +252,7 @@ impl CheckpointService {
                 next: AtomicU64::new(1),
                 last_prune: Mutex::new(None),
                 ending: watch::channel(0).0,
+                attributions: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -251,6 +292,8 @@ impl CheckpointService {
         let (tx, done) = watch::channel(false);
         lock(&self.inner.befores).insert(agent.to_owned(), done.clone());
         let records = Arc::new(Mutex::new(Vec::new()));
+        let attribution = Arc::new(Mutex::new(Attribution::default()));
+        lock(&self.inner.attributions).insert(agent.to_owned(), attribution.clone());
         let start = TurnStart {
             agent: agent.to_owned(),
             conversation: conversation.to_owned(),
@@ -258,6 +301,8 @@ impl CheckpointService {
             at_ms: now_ms(),
             done,
             roots: records.clone(),
+            dirs: roots.clone(),
+            attribution,
         };
         let this = self.clone();
         let name = format!("{}/{}/before", ref_part(conversation), ref_part(turn));
@@ -320,6 +365,26 @@ impl CheckpointService {
         Ok((snap.commit, snap.skipped, dir_name))
     }
 
+    /// A file the agent's running turn wrote through `fs/*`, or that one
+    /// of its tool calls named as changed.
+    pub fn note_path(&self, agent: &str, path: &Path) {
+        if let Some(a) = lock(&self.inner.attributions).get(agent) {
+            lock(a).name(path);
+        }
+    }
+
+    /// A command of the agent's running turn started or ended (`key`: the
+    /// tool call's or the terminal's id).
+    pub fn note_command(&self, agent: &str, key: &str, running: bool) {
+        if let Some(a) = lock(&self.inner.attributions).get(agent) {
+            if running {
+                lock(a).command_started(key, now_ms());
+            } else {
+                lock(a).command_ended(key, now_ms());
+            }
+        }
+    }
+
     /// Waits (a bounded time) until the agent's turn has its first
     /// snapshot: a file the agent writes through Parley is then recorded
     /// as the turn's change, never as its starting point.
@@ -333,6 +398,16 @@ impl CheckpointService {
     /// Takes the snapshot after a turn (when the one before it is done),
     /// writes the turn's record and tells `changes:updated`.
     pub fn end(&self, start: TurnStart) {
+        let ended_ms = now_ms();
+        {
+            let mut all = lock(&self.inner.attributions);
+            if all
+                .get(&start.agent)
+                .is_some_and(|a| Arc::ptr_eq(a, &start.attribution))
+            {
+                all.remove(&start.agent);
+            }
+        }
         let this = self.clone();
         self.inner.ending.send_modify(|n| *n += 1);
         let ending = Ending(self.inner.ending.clone());
@@ -362,7 +437,7 @@ impl CheckpointService {
                 start.conversation.clone(),
                 start.turn.clone(),
             );
-            let count = tokio::task::spawn_blocking(move || worker.finish(&store, start)).await;
+            let count = tokio::task::spawn_blocking(move || worker.finish(&store, start, ended_ms)).await;
             if let Ok(files) = count {
                 this.tell(&agent, &conversation, &turn, files);
             }
@@ -377,7 +452,7 @@ impl CheckpointService {
         let _ = tokio::time::timeout(limit, rx.wait_for(|n| *n == 0)).await;
     }
 
-    fn finish(&self, store: &Path, start: TurnStart) -> usize {
+    fn finish(&self, store: &Path, start: TurnStart, ended_ms: u64) -> usize {
         let name = format!(
             "{}/{}/after",
             ref_part(&start.conversation),
@@ -398,6 +473,13 @@ impl CheckpointService {
                     }
                 }
                 Err(e) => rec.error = Some(e),
+            }
+            if let (Some(before), Some(after)) = (&rec.before, &rec.after) {
+                if before != after {
+                    let attribution = lock(&start.attribution).clone();
+                    rec.unattributed =
+                        unattributed(store, rec, before, after, &start.dirs, &attribution, ended_ms);
+                }
             }
         }
         let unchanged = roots
@@ -458,4 +540,45 @@ impl CheckpointService {
         .await
         .map_err(|e| CheckpointError::Failed(e.to_string()))?
     }
+}
+
+/// The paths of `rec`'s root that changed between its snapshots and that
+/// nothing ties to the turn.
+fn unattributed(
+    store: &Path,
+    rec: &RootRecord,
+    before: &str,
+    after: &str,
+    dirs: &[PathBuf],
+    attribution: &Attribution,
+    ended_ms: u64,
+) -> Vec<String> {
+    let Ok(shadow) = Shadow::open(store, Path::new(&rec.root)) else {
+        return Vec::new();
+    };
+    let mut args = vec![
+        "diff-tree",
+        "-r",
+        "-z",
+        "--name-only",
+        "--no-renames",
+        before,
+        after,
+    ];
+    if !shadow.prefix.is_empty() {
+        args.extend(["--", shadow.prefix.as_str()]);
+    }
+    let Ok(out) = shadow.git.run(&args, None) else {
+        return Vec::new();
+    };
+    let changed: Vec<Vec<u8>> = out
+        .split(|&b| b == 0)
+        .filter(|p| !p.is_empty())
+        .map(<[u8]>::to_vec)
+        .collect();
+    attribution
+        .unattributed(&shadow.git.work, dirs, &changed, ended_ms)
+        .into_iter()
+        .map(|p| String::from_utf8_lossy(&p).into_owned())
+        .collect()
 }

@@ -204,7 +204,11 @@ impl Shadow {
     fn refresh_excludes(&self) {
         let mut text = String::new();
         match &self.user_exclude {
-            Some(p) => text.push_str(&std::fs::read_to_string(p).unwrap_or_default()),
+            // Read bounded: the agent may have put a FIFO or a huge file
+            // there, and an unbounded read would hang recording for good.
+            Some(p) => text.push_str(&String::from_utf8_lossy(
+                &super::git::read_bounded(p, super::git::MAX_METADATA_BYTES).unwrap_or_default(),
+            )),
             None if !self.in_repository => text.push_str(DEFAULT_EXCLUDES),
             None => {}
         }
@@ -222,8 +226,11 @@ impl Shadow {
         }
     }
 
-    /// Records the root as it is now.
+    /// Records the root as it is now. One snapshot of a shadow at a time
+    /// across processes too: two Parleys on one data directory share the
+    /// shadow's index, and git refuses a second writer (`index.lock`).
     pub fn snapshot(&self) -> Result<Snapshot, SnapshotError> {
+        let _held = ProcessLock::take(&self.git.dir)?;
         match self.try_snapshot() {
             // A file that went between `status` and `add` fails the add;
             // the second look sees it gone.
@@ -269,7 +276,8 @@ impl Shadow {
                     .ok()
                     .and_then(|t| t.elapsed().ok())
                     .is_some_and(|a| a > limit);
-                if stale && p.extension().is_some_and(|x| x == "lock") {
+                // `parley.lock` is no git lock: it is flock'd, never left.
+                if stale && p.extension().is_some_and(|x| x == "lock") && e.file_name() != "parley.lock" {
                     let _ = std::fs::remove_file(&p);
                 }
             }
@@ -299,6 +307,7 @@ impl Shadow {
         let head = self.git.resolve("HEAD");
         // Paths as git gives them: bytes (a name need not be UTF-8).
         let mut add: Vec<&[u8]> = Vec::new();
+        let mut gone: Vec<&[u8]> = Vec::new();
         // Directories git could not list (no permission): not recorded.
         let mut skipped: Vec<Skipped> = String::from_utf8_lossy(&err)
             .lines()
@@ -324,7 +333,10 @@ impl Shadow {
                 }
             }
             if y == b'D' {
-                add.push(path);
+                // Through `update-index`: `add` refuses a path whose folder
+                // became a link ("beyond a symbolic link"), and that would
+                // stop every later snapshot.
+                gone.push(path);
                 continue;
             }
             if y == b' ' {
@@ -342,7 +354,16 @@ impl Shadow {
                 }),
             }
         }
-        if add.is_empty() && !staged {
+        if !gone.is_empty() {
+            let mut list = Vec::new();
+            for p in &gone {
+                list.extend_from_slice(p);
+                list.push(0);
+            }
+            self.git
+                .run(&["update-index", "--force-remove", "-z", "--stdin"], Some(&list))?;
+        }
+        if add.is_empty() && gone.is_empty() && !staged {
             if let Some(head) = head {
                 return Ok(Snapshot {
                     commit: head,
@@ -487,5 +508,46 @@ impl NoFollow for std::fs::OpenOptions {
     fn custom_flags_nofollow(&mut self) -> &mut Self {
         use std::os::unix::fs::OpenOptionsExt;
         self.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+    }
+}
+
+/// An exclusive `flock` on the shadow's `parley.lock`, for as long as it
+/// lives. Waits (within git's own time limit) for another process's.
+struct ProcessLock(std::fs::File);
+
+impl ProcessLock {
+    fn take(dir: &Path) -> Result<ProcessLock, SnapshotError> {
+        use std::os::fd::AsRawFd;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("parley.lock"))
+            .map_err(|e| SnapshotError::Store(e.to_string()))?;
+        let deadline = std::time::Instant::now() + super::git::TIMEOUT;
+        loop {
+            // SAFETY: flock on an fd this function owns.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+                return Ok(ProcessLock(file));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EWOULDBLOCK) && e.raw_os_error() != Some(libc::EINTR) {
+                return Err(SnapshotError::Store(e.to_string()));
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(SnapshotError::Store(crate::i18n::gettext(
+                    "another process held the checkpoints' repository too long",
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for ProcessLock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking an fd this value owns.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
     }
 }

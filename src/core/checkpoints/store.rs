@@ -46,6 +46,10 @@ pub struct RootRecord {
     /// What Parley's own reverts left in a file (path below the work
     /// tree → blob id): a file that holds it is not "changed since".
     pub left: BTreeMap<String, String>,
+    /// The paths (below the work tree) that changed during the turn but
+    /// that nothing ties to it (see `attribution`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unattributed: Vec<String>,
 }
 
 /// The key of a file's (`hunk: None`) or a hunk's review.

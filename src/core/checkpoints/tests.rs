@@ -60,7 +60,10 @@ async fn turn(k: &CheckpointService, p: &Place, id: &str, change: impl FnOnce())
         .begin("demo", "c1", id, vec![p.work.clone()])
         .expect("checkpoints on");
     k.before_recorded("demo").await;
+    // As a command of the turn: what changes while it runs is the turn's.
+    k.note_command("demo", "command", true);
     change();
+    k.note_command("demo", "command", false);
     k.end(start);
     // `end` runs in the background: wait for the record.
     for _ in 0..3000 {
@@ -130,7 +133,7 @@ async fn a_turn_lists_what_it_changed_and_undo_restores_it() {
     assert_eq!(c.files_changed, 3);
     let build = std::fs::read(p.work.join("build/out.bin")).expect("build");
     let reverted = k
-        .revert("demo", "c1", "m1", None, None, false)
+        .revert("demo", "c1", "m1", None, None, How::default())
         .await
         .expect("undo turn");
     assert_eq!(reverted.files.len(), 3, "{reverted:?}");
@@ -166,9 +169,19 @@ async fn one_hunk_of_two_and_merges_and_refusals() {
     let c = k.changes("c1", Some("m1")).await.expect("changes");
     assert_eq!(c.turns[0].files[0].hunks.len(), 2);
     // Revert the second hunk only.
-    k.revert("demo", "c1", "m1", Some("a.txt"), Some(1), false)
-        .await
-        .expect("hunk");
+    k.revert(
+        "demo",
+        "c1",
+        "m1",
+        Some("a.txt"),
+        Some(1),
+        How {
+            merge: false,
+            all: false,
+        },
+    )
+    .await
+    .expect("hunk");
     let mut want = changed.clone();
     want[25] = "line 26".into();
     assert_eq!(
@@ -176,9 +189,19 @@ async fn one_hunk_of_two_and_merges_and_refusals() {
         text(&want)
     );
     // The first one after that: still the turn's, no question asked.
-    k.revert("demo", "c1", "m1", Some("a.txt"), Some(0), false)
-        .await
-        .expect("hunk");
+    k.revert(
+        "demo",
+        "c1",
+        "m1",
+        Some("a.txt"),
+        Some(0),
+        How {
+            merge: false,
+            all: false,
+        },
+    )
+    .await
+    .expect("hunk");
     assert_eq!(
         std::fs::read_to_string(p.work.join("a.txt")).expect("read"),
         text(&lines)
@@ -189,7 +212,19 @@ async fn one_hunk_of_two_and_merges_and_refusals() {
     let mut user = changed.clone();
     user[14] = "the user's line".into();
     write(&p.work.join("a.txt"), &text(&user));
-    let refused = k.revert("demo", "c1", "m2", Some("a.txt"), None, false).await;
+    let refused = k
+        .revert(
+            "demo",
+            "c1",
+            "m2",
+            Some("a.txt"),
+            None,
+            How {
+                merge: false,
+                all: false,
+            },
+        )
+        .await;
     assert!(
         matches!(
             refused,
@@ -202,7 +237,17 @@ async fn one_hunk_of_two_and_merges_and_refusals() {
         text(&user)
     );
     let merged = k
-        .revert("demo", "c1", "m2", Some("a.txt"), None, true)
+        .revert(
+            "demo",
+            "c1",
+            "m2",
+            Some("a.txt"),
+            None,
+            How {
+                merge: true,
+                all: false,
+            },
+        )
         .await
         .expect("merge");
     assert!(merged.merged);
@@ -218,7 +263,19 @@ async fn one_hunk_of_two_and_merges_and_refusals() {
     let mut clash = changed.clone();
     clash[1] = "the user's LINE 2".into();
     write(&p.work.join("a.txt"), &text(&clash));
-    let refused = k.revert("demo", "c1", "m3", Some("a.txt"), Some(0), true).await;
+    let refused = k
+        .revert(
+            "demo",
+            "c1",
+            "m3",
+            Some("a.txt"),
+            Some(0),
+            How {
+                merge: true,
+                all: false,
+            },
+        )
+        .await;
     assert!(
         matches!(
             refused,
@@ -267,7 +324,19 @@ async fn what_cannot_be_recorded_is_said_and_nothing_hangs() {
     // Git does not see a FIFO at all: it is neither listed nor waited on.
     // The link is recorded as a link: reverting it is refused, never
     // followed out of the tree.
-    let r = k.revert("demo", "c1", "m1", Some("link"), None, false).await;
+    let r = k
+        .revert(
+            "demo",
+            "c1",
+            "m1",
+            Some("link"),
+            None,
+            How {
+                merge: false,
+                all: false,
+            },
+        )
+        .await;
     assert!(r.is_err(), "{r:?}");
     assert!(std::fs::read_link(p.work.join("link")).is_ok());
 }
@@ -331,9 +400,19 @@ async fn a_binary_file_is_shown_as_binary_and_reverted_whole() {
     let c = k.changes("c1", None).await.expect("changes");
     let f = &c.turns[0].files[0];
     assert!(f.binary && f.hunks.is_empty(), "{f:?}");
-    k.revert("demo", "c1", "m1", Some("blob.bin"), None, false)
-        .await
-        .expect("revert");
+    k.revert(
+        "demo",
+        "c1",
+        "m1",
+        Some("blob.bin"),
+        None,
+        How {
+            merge: false,
+            all: false,
+        },
+    )
+    .await
+    .expect("revert");
     assert_eq!(
         std::fs::read(p.work.join("blob.bin")).expect("read"),
         [0u8, 1, 2, 3, 0, 255]

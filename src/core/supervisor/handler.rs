@@ -58,12 +58,17 @@ impl AgentHandler {
         let params = params.get().to_owned();
         let (agent, supervisor, logs) = (self.agent.clone(), self.supervisor.clone(), self.logs.clone());
         let method = method.to_owned();
-        let gate = matches!(request, acp::fs::FsRequest::Write { .. })
+        let written = match &request {
+            acp::fs::FsRequest::Write { path, .. } => Some(path.clone()),
+            acp::fs::FsRequest::Read { .. } => None,
+        };
+        let gate = written
+            .is_some()
             .then(|| self.supervisor().and_then(|s| s.write_gate()))
             .flatten();
         runtime.spawn(async move {
             if let Some(gate) = gate {
-                gate(&agent).await;
+                gate(&agent, written).await;
             }
             let result = match remote {
                 Some(remote) => remote.request(&method, &params, acp::fs::REQUEST_TIMEOUT).await,
@@ -128,7 +133,7 @@ impl AgentHandler {
             // A command may write files too: it starts after the turn's
             // first snapshot, as a file write does.
             if let Some(gate) = gate {
-                gate(&agent).await;
+                gate(&agent, None).await;
             }
             let answer = match method.as_str() {
                 "terminal/create" => {

@@ -266,10 +266,18 @@ struct Shared {
 /// last tells it).
 pub type UpdateSource = Box<dyn Fn(&AgentDef) -> Option<String> + Send + Sync>;
 
-/// Awaited before an agent's `fs/write_text_file` is done: the snapshot
-/// before its turn must be taken first (the checkpoints give it).
-pub type WriteGate =
-    Arc<dyn Fn(&str) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>> + Send + Sync>;
+/// Awaited before an agent's `fs/write_text_file` is done (with the path)
+/// and before its `terminal/create` (`None`): the snapshot before its
+/// turn must be taken first, and the checkpoints learn what the turn
+/// wrote (they give it).
+pub type WriteGate = Arc<
+    dyn Fn(
+            &str,
+            Option<std::path::PathBuf>,
+        ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>
+        + Send
+        + Sync,
+>;
 
 #[derive(Clone)]
 pub struct AgentService {

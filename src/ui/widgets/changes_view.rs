@@ -13,7 +13,9 @@ use gtk::{gio, glib};
 
 use crate::core::chat::ChatError;
 use crate::core::checkpoints::revert::RevertError;
-use crate::core::checkpoints::{Changes, CheckpointError, FileChange, FileStatus, Hunk, Review, TurnChanges};
+use crate::core::checkpoints::{
+    Changes, CheckpointError, FileChange, FileStatus, How, Hunk, Review, TurnChanges,
+};
 use crate::core::services::Core;
 use crate::i18n::{fill, gettext, gettext_f, ngettext};
 use crate::ui::runtime;
@@ -208,7 +210,7 @@ impl View {
         let group = adw::PreferencesGroup::builder()
             .title(glib::markup_escape_text(&crate::ui::markdown::visible(&title)).as_str())
             .build();
-        let files = turn.files.len();
+        let files = turn.files.iter().filter(|f| !f.unattributed).count();
         let description = if turn.pending {
             gettext("The turn is still running")
         } else {
@@ -245,8 +247,32 @@ impl View {
             row.add_css_class("warning");
             group.add(&row);
         }
-        for f in &turn.files {
+        for f in turn.files.iter().filter(|f| !f.unattributed) {
             group.add(&self.file_row(&turn.turn, f, turn.pending));
+        }
+        // Apart: what changed during the turn that nothing ties to the
+        // agent (another agent, the user's editor). Undo Turn leaves it.
+        let others: Vec<&FileChange> = turn.files.iter().filter(|f| f.unattributed).collect();
+        if !others.is_empty() {
+            let heading = adw::ActionRow::builder()
+                .title(
+                    glib::markup_escape_text(&gettext("Changed during the turn, perhaps not by the agent"))
+                        .as_str(),
+                )
+                .subtitle(
+                    glib::markup_escape_text(&gettext(
+                        "Undo Turn leaves these files as they are; revert one to take it back too",
+                    ))
+                    .as_str(),
+                )
+                .activatable(false)
+                .build();
+            heading.add_prefix(&gtk::Image::from_icon_name("dialog-information-symbolic"));
+            heading.add_css_class("unattributed-heading");
+            group.add(&heading);
+            for f in others {
+                group.add(&self.file_row(&turn.turn, f, turn.pending));
+            }
         }
         group
     }
@@ -260,6 +286,9 @@ impl View {
         }
         if let Some(r) = review_text(f.review) {
             subtitle = format!("{subtitle} · {r}");
+        }
+        if f.unattributed {
+            subtitle = gettext_f("{status} · perhaps not by the agent", &[("status", &subtitle)]);
         }
         let row = adw::ExpanderRow::builder()
             .title(glib::markup_escape_text(&crate::ui::markdown::visible(&f.path)).as_str())
@@ -422,7 +451,11 @@ impl View {
         runtime::call(
             async move {
                 match p.as_deref() {
-                    None => core.chat.undo_turn(&agent, Some(&t), merge).await,
+                    None => {
+                        core.chat
+                            .undo_turn(&agent, Some(&t), How { merge, all: false })
+                            .await
+                    }
                     Some(p) => core.chat.revert(&agent, &t, Some(p), hunk, merge).await,
                 }
             },
@@ -430,7 +463,16 @@ impl View {
                 let Some(this) = this.upgrade() else { return };
                 match r {
                     Ok(done) => {
-                        let text = gettext_f("Reverted {files}", &[("files", &files_named(&done.files))]);
+                        let mut text = gettext_f("Reverted {files}", &[("files", &files_named(&done.files))]);
+                        if !done.left_alone.is_empty() {
+                            text = gettext_f(
+                                "{reverted}; left {files}, changed beside the turn",
+                                &[("reverted", &text), ("files", &files_named(&done.left_alone))],
+                            );
+                        }
+                        for r in &done.refused {
+                            text = format!("{text}. {}", r.reason);
+                        }
                         this.toast_with_undo(&text, done.id);
                         this.reload();
                     }
