@@ -267,6 +267,14 @@ impl ChatService {
                     "parley: the checkpoint before the turn is taking long; the prompt goes out now".into(),
                 );
             }
+            // Cancelled while it was taken: the prompt is not sent, and
+            // the turn ends as a cancelled one does.
+            let mut convs = lock(&self.inner.convs);
+            if let Some(c) = convs.get_mut(agent).filter(|c| c.cancelling) {
+                c.give_up = None;
+                self.unstall(agent, c);
+                return Some(TurnEnd::Stop(acp::StopReason::Cancelled));
+            }
         }
         // Dropping the prompt's future (Cancel not answered in time) sends
         // `$/cancel_request` for it.

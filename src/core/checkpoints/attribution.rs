@@ -6,8 +6,8 @@
 //!
 //! - the agent wrote it through Parley's `fs/*`;
 //! - one of the turn's tool calls that edit, delete or move named it (its
-//!   locations) or showed its diff (agents that write by themselves say so
-//!   this way);
+//!   locations, or a folder holding it), or any tool call showed its diff
+//!   (agents that write by themselves say so this way);
 //! - it changed while a command of the turn ran (an ACP terminal, or a tool
 //!   call of kind `execute`): its modification time (a deleted file's
 //!   folder's) falls within the command's run.

@@ -92,7 +92,7 @@ pub(super) fn changes_of(store: &Path, record: &Record, only: Option<&str>) -> C
                 Ok(mut fs) => {
                     for f in &mut fs {
                         apply_reviews(f, &t.reviews);
-                        f.unattributed = root.unattributed.contains(&f.git_path);
+                        f.unattributed = super::store::unattributed(&root.unattributed, f);
                     }
                     let span = spans
                         .entry(root.root.clone())

@@ -170,22 +170,23 @@ impl Git {
         }
     }
 
-    /// Stores the files at `paths` (as they are on disk, no filter) as
-    /// blobs, through one process; answers their ids in order.
-    pub fn hash_files(&self, paths: &[PathBuf]) -> Result<Vec<String>, GitError> {
+    /// Stores what was written to `files` (path, bytes) as blobs and
+    /// answers their ids in order: through one process that reads the
+    /// files (no filter), or, for a name git's line-reading would change
+    /// (a newline, a carriage return), from the bytes themselves.
+    pub fn hash_files(&self, files: &[(PathBuf, &[u8])]) -> Result<Vec<String>, GitError> {
         use std::os::unix::ffi::OsStrExt;
-        if paths.iter().any(|p| p.as_os_str().as_bytes().contains(&b'\n')) {
-            return paths
+        let odd = |p: &PathBuf| {
+            p.as_os_str()
+                .as_bytes()
                 .iter()
-                .map(|p| {
-                    std::fs::read(p)
-                        .map_err(|e| GitError::Spawn(e.to_string()))
-                        .and_then(|b| self.hash(&b))
-                })
-                .collect();
+                .any(|b| *b == b'\n' || *b == b'\r')
+        };
+        if files.iter().any(|(p, _)| odd(p)) {
+            return files.iter().map(|(_, bytes)| self.hash(bytes)).collect();
         }
         let mut input = Vec::new();
-        for p in paths {
+        for (p, _) in files {
             input.extend_from_slice(p.as_os_str().as_bytes());
             input.push(b'\n');
         }
@@ -365,6 +366,8 @@ pub fn enclosing_repository(root: &Path) -> Option<(PathBuf, Option<PathBuf>)> {
 /// process each (undoing a turn that deleted 5,000 files reads 5,000).
 pub struct BlobReader {
     child: std::process::Child,
+    /// Dropped once the child is reaped: the watchdog then stops.
+    _done: mpsc::Sender<()>,
     stdin: std::process::ChildStdin,
     stdout: std::io::BufReader<std::process::ChildStdout>,
 }
@@ -376,6 +379,17 @@ impl BlobReader {
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
         let mut child = cmd.spawn().map_err(|e| GitError::Spawn(e.to_string()))?;
+        // As every git command here, it has a time limit: killed after it,
+        // a read fails instead of waiting for good.
+        let pid = child.id();
+        let (done, watch) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            if let Err(mpsc::RecvTimeoutError::Timeout) = watch.recv_timeout(TIMEOUT) {
+                // SAFETY: kill(2) of our child, not yet reaped (`done`
+                // is dropped only after it is).
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+            }
+        });
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             let _ = child.kill();
             let _ = child.wait();
@@ -383,6 +397,7 @@ impl BlobReader {
         };
         Ok(BlobReader {
             child,
+            _done: done,
             stdin,
             stdout: std::io::BufReader::new(stdout),
         })
@@ -393,7 +408,8 @@ impl BlobReader {
     /// the batch: it is read on its own.
     pub fn blob(&mut self, git: &Git, commit: &str, path: &[u8]) -> Result<Option<Vec<u8>>, GitError> {
         use std::io::BufRead;
-        if path.contains(&b'\n') {
+        // The batch reads a line and strips a CR before its newline.
+        if path.contains(&b'\n') || path.contains(&b'\r') {
             return git.blob_raw(commit, path);
         }
         let broken = |e: std::io::Error| GitError::Failed {
@@ -410,13 +426,21 @@ impl BlobReader {
         self.stdout.read_until(b'\n', &mut header).map_err(broken)?;
         let header = String::from_utf8_lossy(&header);
         let fields: Vec<&str> = header.trim_end().rsplitn(3, ' ').collect();
-        // `OID TYPE SIZE`, or `SPEC missing` (and `ambiguous`).
+        // `OID TYPE SIZE`, or `SPEC missing` (and `ambiguous`); anything
+        // else (git gone: nothing at all) is an error, never "absent".
+        let header = header.trim_end();
+        if header.ends_with(" missing") || header.ends_with(" ambiguous") {
+            return Ok(None);
+        }
+        let bad = || GitError::Failed {
+            command: "cat-file".into(),
+            code: None,
+            message: format!("unexpected answer: {header}"),
+        };
         let [size, kind, _oid] = fields.as_slice() else {
-            return Ok(None);
+            return Err(bad());
         };
-        let Ok(size) = size.parse::<usize>() else {
-            return Ok(None);
-        };
+        let size = size.parse::<usize>().map_err(|_| bad())?;
         let mut body = vec![0; size + 1];
         self.stdout.read_exact(&mut body).map_err(broken)?;
         body.truncate(size);

@@ -507,7 +507,9 @@ fn remove_empty_dirs(scope: &FsScope, dir: &Path) -> Result<(), String> {
         }
         i += 1;
         if dirs.len() > 10_000 {
-            return Err("too many folders".into());
+            return Err(crate::i18n::gettext(
+                "it is now a folder that holds too many folders",
+            ));
         }
     }
     for d in dirs.iter().rev() {

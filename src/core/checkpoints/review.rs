@@ -82,7 +82,7 @@ impl CheckpointService {
                     if p != file.path && Path::new(p) != full {
                         continue;
                     }
-                } else if !how.all && root.unattributed.contains(&file.git_path) {
+                } else if !how.all && store::unattributed(&root.unattributed, file) {
                     // Changed during the turn by something Parley cannot
                     // tie to it: the user picks it, or it stays.
                     found = true;
@@ -115,10 +115,10 @@ impl CheckpointService {
         let refused = revert::refuse_blocked(&mut writes);
         reviewed.retain(|key| {
             !refused.iter().any(|(p, _)| {
-                turn_rec
-                    .roots
-                    .iter()
-                    .any(|r| key.starts_with(&review_key(&r.root, p, None)))
+                turn_rec.roots.iter().any(|r| {
+                    let base = review_key(&r.root, p, None);
+                    *key == base || key.starts_with(&format!("{base}\u{0}"))
+                })
             })
         });
         let plain: Vec<Write> = writes.iter().map(|(_, w)| w.clone()).collect();
@@ -144,10 +144,13 @@ impl CheckpointService {
                 root.left.remove(&w.git_path);
             }
             let written: Vec<&&Write> = mine.iter().filter(|w| w.content.is_some()).collect();
-            let paths: Vec<std::path::PathBuf> = written.iter().map(|w| w.full.clone()).collect();
+            let files: Vec<(std::path::PathBuf, &[u8])> = written
+                .iter()
+                .filter_map(|w| Some((w.full.clone(), w.content.as_deref()?)))
+                .collect();
             let ids = Shadow::open(store, Path::new(&root.root))
                 .ok()
-                .and_then(|s| s.git.hash_files(&paths).ok())
+                .and_then(|s| s.git.hash_files(&files).ok())
                 .unwrap_or_default();
             for (w, id) in written.iter().zip(ids) {
                 root.left.insert(w.git_path.clone(), id);

@@ -576,8 +576,13 @@ fn unattributed(
         .filter(|p| !p.is_empty())
         .map(<[u8]>::to_vec)
         .collect();
+    // Compared with the work tree's canonical paths.
+    let dirs: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()))
+        .collect();
     attribution
-        .unattributed(&shadow.git.work, dirs, &changed, ended_ms)
+        .unattributed(&shadow.git.work, &dirs, &changed, ended_ms)
         .into_iter()
         .map(|p| String::from_utf8_lossy(&p).into_owned())
         .collect()

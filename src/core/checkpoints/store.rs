@@ -106,3 +106,10 @@ pub fn all(store: &Path) -> Vec<Record> {
         .filter_map(|b| serde_json::from_slice(&b).ok())
         .collect()
 }
+
+/// Whether nothing ties `file` to its turn: a rename is the turn's only
+/// when both its paths are (git may pair the user's deletion with the
+/// agent's new file).
+pub fn unattributed(list: &[String], file: &super::diff::FileChange) -> bool {
+    list.contains(&file.git_path) || file.git_old_path.as_ref().is_some_and(|o| list.contains(o))
+}
