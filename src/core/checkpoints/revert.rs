@@ -450,43 +450,63 @@ fn write_one(w: &Write, back: bool) -> Result<(), String> {
 /// now holds files the plan does not remove (the turn made the folder and
 /// something else put files in it): that path is refused, with the reason,
 /// and the rest of the revert goes on.
-pub fn refuse_blocked<T>(writes: &mut Vec<(T, Write)>) -> Vec<(String, String)> {
+pub fn refuse_blocked<T: Clone + PartialEq>(writes: &mut Vec<(T, Write)>) -> Vec<(String, String)> {
     let removed: std::collections::HashSet<PathBuf> = writes
         .iter()
         .filter(|(_, w)| w.content.is_none())
         .map(|(_, w)| w.full.clone())
         .collect();
     let mut refused = Vec::new();
-    writes.retain(|(_, w)| {
+    let mut refused_keys = Vec::new();
+    for (key, w) in writes.iter() {
         if w.content.is_none() || !std::fs::symlink_metadata(&w.full).is_ok_and(|m| m.is_dir()) {
-            return true;
+            continue;
         }
-        let mut stack = vec![w.full.clone()];
-        let mut seen = 0usize;
-        while let Some(d) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&d) else {
-                continue;
-            };
-            for e in entries.flatten() {
-                seen += 1;
-                let p = e.path();
-                if e.file_type().is_ok_and(|t| t.is_dir()) && seen < 100_000 {
-                    stack.push(p);
-                } else if !removed.contains(&p) {
-                    refused.push((
-                        w.shown.clone(),
-                        crate::i18n::gettext_f(
-                            "{path} is now a folder that holds files the turn did not make",
-                            &[("path", &w.shown)],
-                        ),
-                    ));
-                    return false;
-                }
+        if holds_others(&w.full, &removed) {
+            refused.push((
+                w.shown.clone(),
+                crate::i18n::gettext_f(
+                    "{path} is now a folder that holds files the turn did not make",
+                    &[("path", &w.shown)],
+                ),
+            ));
+            refused_keys.push(key.clone());
+        }
+    }
+    // Every write of a refused file goes: half a rename is never done.
+    writes.retain(|(key, _)| !refused_keys.contains(key));
+    refused
+}
+
+/// Whether the folder `dir` holds anything the plan does not remove: a
+/// file, or an empty folder (git records no folders, so an empty one may
+/// be the user's).
+fn holds_others(dir: &Path, removed: &std::collections::HashSet<PathBuf>) -> bool {
+    let mut stack = vec![dir.to_owned()];
+    let mut seen = 0usize;
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            return true;
+        };
+        let mut empty = true;
+        for e in entries.flatten() {
+            empty = false;
+            seen += 1;
+            if seen > 100_000 {
+                return true;
+            }
+            let p = e.path();
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(p);
+            } else if !removed.contains(&p) {
+                return true;
             }
         }
-        true
-    });
-    refused
+        if empty && d != dir {
+            return true;
+        }
+    }
+    false
 }
 
 /// Removes `dir` and the folders in it, all empty (deepest first).

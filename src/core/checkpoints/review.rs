@@ -98,10 +98,13 @@ impl CheckpointService {
                         });
                     }
                 }
+                // Keyed by root and file: a rename's two writes go (or
+                // are refused) together.
+                let key = (ri, writes.len());
                 writes.extend(
                     revert::plan_file(&sides, file, hunk, how.merge)?
                         .into_iter()
-                        .map(|w| (ri, w)),
+                        .map(|w| (key, w)),
                 );
                 reviewed.push(review_key(&root.root, &file.path, hunk));
             }
@@ -135,7 +138,11 @@ impl CheckpointService {
         // What the revert left in each file, hashed through one process
         // per root.
         for (ri, root) in rec.roots.iter_mut().enumerate() {
-            let mine: Vec<&Write> = writes.iter().filter(|(r, _)| *r == ri).map(|(_, w)| w).collect();
+            let mine: Vec<&Write> = writes
+                .iter()
+                .filter(|((r, _), _)| *r == ri)
+                .map(|(_, w)| w)
+                .collect();
             if mine.is_empty() {
                 continue;
             }
@@ -206,7 +213,8 @@ impl CheckpointService {
         tokio::task::spawn_blocking(move || {
             let _held = lock(&this.inner.records);
             for w in &undo.writes {
-                let now = std::fs::read(&w.full).ok();
+                // Bounded, never through a link, never waiting on a FIFO.
+                let now = super::git::read_bounded(&w.full, super::shadow::MAX_FILE_BYTES);
                 if now != w.content {
                     return Err(CheckpointError::Revert(RevertError::ChangedSince(
                         w.shown.clone(),

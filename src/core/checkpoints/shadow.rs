@@ -531,6 +531,11 @@ impl ProcessLock {
                 return Ok(ProcessLock(file));
             }
             let e = std::io::Error::last_os_error();
+            // A file system without locks (some NFS): as before, within
+            // this process only.
+            if e.raw_os_error() == Some(libc::ENOLCK) {
+                return Ok(ProcessLock(file));
+            }
             if e.raw_os_error() != Some(libc::EWOULDBLOCK) && e.raw_os_error() != Some(libc::EINTR) {
                 return Err(SnapshotError::Store(e.to_string()));
             }
