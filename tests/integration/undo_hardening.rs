@@ -429,3 +429,100 @@ async fn recording_goes_on_past_a_linked_folder_and_fifos_in_git_metadata() {
     h2.core.shutdown().await;
     h.core.shutdown().await;
 }
+
+/// Runs `parley-cli ARGS` with its XDG folders in `dir`, reading what it
+/// prints as it comes but keeping only its first 64 KiB and its end;
+/// answers its exit code, those, and its peak resident memory in KiB.
+fn cli_peak(args: &[&str], dir: &Path) -> (i32, String, i64) {
+    use std::io::Read;
+    // Reaped by wait4 below, not Child::wait: only wait4 gives its rusage.
+    #[allow(clippy::zombie_processes)]
+    let mut child = Command::new(cli())
+        .args(args)
+        .env("XDG_CONFIG_HOME", dir)
+        .env("XDG_STATE_HOME", dir)
+        .env("XDG_DATA_HOME", dir)
+        .env_remove("PARLEY_CONFIG")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run parley-cli");
+    let mut head: Vec<u8> = Vec::new();
+    let mut tail: Vec<u8> = Vec::new();
+    let mut drained = false;
+    if let Some(mut stdout) = child.stdout.take() {
+        let mut buf = vec![0u8; 1 << 16];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            if head.len() < 1 << 16 {
+                head.extend_from_slice(&buf[..n]);
+            }
+            tail.extend_from_slice(&buf[..n]);
+            if tail.len() > 1 << 20 {
+                tail.drain(..tail.len() - (1 << 19));
+                drained = true;
+            }
+        }
+    }
+    let pid = i32::try_from(child.id()).expect("pid");
+    let mut status = 0;
+    // SAFETY: rusage is plain old data; zero is a valid value for it.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our unwaited child; the pointers are valid for the call.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4: {}", std::io::Error::last_os_error());
+    let code = if libc::WIFEXITED(status) {
+        libc::WEXITSTATUS(status)
+    } else {
+        -1
+    };
+    // Short output is all in `tail`; long output is its head and its end.
+    let mut out = String::new();
+    if drained {
+        out.push_str(&String::from_utf8_lossy(&head));
+        out.push('\n');
+    }
+    out.push_str(&String::from_utf8_lossy(&tail));
+    (code, out, usage.ru_maxrss)
+}
+
+#[test]
+fn a_giant_answer_keeps_its_end_within_bounded_memory_and_is_stored() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, config_text(&[agent("demo", "")], 4, "0")).expect("config");
+    let config = config.display().to_string();
+    // 256 MiB in 1 MiB chunks, as fast as the agent can send them.
+    let (code, tail, peak_kib) = cli_peak(
+        &["send", "demo", "flood 256 1048576", "--config", &config],
+        dir.path(),
+    );
+    eprintln!(
+        "a 256 MiB answer: parley-cli send peaked at {} MiB",
+        peak_kib / 1024
+    );
+    assert_eq!(code, 0, "{}", &tail[tail.len().saturating_sub(2000)..]);
+    assert!(
+        tail.contains("\"stopReason\":\"end_turn\""),
+        "the stop reason is told"
+    );
+    // Kept whole, this answer alone took over 1 GiB (text, copies, history).
+    assert!(peak_kib < 200 * 1024, "parley-cli send peaked at {peak_kib} KiB");
+    // Stored: the end the user saw, with the note of what was cut.
+    let (code, listed, _) = cli_peak(&["conversations", "demo", "--config", &config], dir.path());
+    assert_eq!(code, 0, "{listed}");
+    let list: Value = serde_json::from_str(listed.trim()).expect("conversations");
+    let id = list["conversations"][0]["id"]
+        .as_str()
+        .expect("a stored conversation")
+        .to_owned();
+    let (code, markdown, _) = cli_peak(&["export", "demo", &id, "--config", &config], dir.path());
+    assert_eq!(code, 0, "{markdown}");
+    assert!(
+        markdown.contains("were cut from its start"),
+        "{}",
+        &markdown[..markdown.len().min(500)]
+    );
+}

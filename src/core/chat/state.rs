@@ -40,6 +40,9 @@ pub(super) struct PendingPermission {
 #[derive(Default)]
 pub(super) struct Conv {
     pub(super) messages: Vec<Message>,
+    /// What giant text parts had cut from their start, by message id and
+    /// part (see `types::long_text`).
+    pub(super) cuts: HashMap<(String, usize), crate::core::types::long_text::Cut>,
     pub(super) busy: bool,
     /// Ids of the queued user messages, oldest first.
     pub(super) queue: VecDeque<String>,

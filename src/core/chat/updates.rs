@@ -7,6 +7,7 @@ use agent_client_protocol_schema::v1 as acp;
 
 use super::state::Conv;
 use crate::core::events::{Event, MessageDelta, SessionChanged, UsageChanged};
+use crate::core::types::long_text;
 use crate::core::types::message::{self, Command, Cost, Message, Part, PartKind, Role, ToolCall, Usage};
 use crate::core::types::options::{self as controls, OptionSource};
 
@@ -178,7 +179,7 @@ impl Conv {
         next_id: &mut impl FnMut() -> String,
         out: &mut impl FnMut(Event),
     ) {
-        let (_, m) = target_message(self, agent, next_id);
+        let (mi, m) = target_message(self, agent, next_id);
         let last_matches = match m.parts.last() {
             _ if new_part => false,
             Some(Part::Text { .. }) => !thought,
@@ -193,12 +194,25 @@ impl Conv {
             });
         }
         let index = m.parts.len() - 1;
+        let mut long = false;
         if let Some(Part::Text { text: t } | Part::Thought { text: t }) = m.parts.last_mut() {
             t.push_str(&text);
+            long = t.len() > long_text::KEPT;
+        }
+        let id = m.id.clone();
+        if long {
+            // A giant answer keeps its end only (the window does the same
+            // with the same deltas).
+            let cut = self.cuts.entry((id.clone(), index)).or_default();
+            if let Some(Part::Text { text: t } | Part::Thought { text: t }) =
+                self.messages.get_mut(mi).and_then(|m| m.parts.get_mut(index))
+            {
+                long_text::cap(t, cut);
+            }
         }
         out(Event::MessageDelta(MessageDelta {
             agent: agent.to_owned(),
-            message_id: m.id.clone(),
+            message_id: id,
             index,
             kind: if thought {
                 PartKind::Thought

@@ -13,6 +13,7 @@
 pub mod agent_state;
 pub mod auth;
 pub mod draft;
+pub mod long_text;
 pub mod message;
 pub mod notice;
 pub mod options;

@@ -30,6 +30,9 @@ mod imp {
         /// Moved when a text part's segments were dropped (its text was
         /// replaced, not extended).
         pub cut_epoch: Cell<u64>,
+        /// Per part: what a giant text had cut from its start, as the
+        /// core cuts it (`core::types::long_text`).
+        pub long: RefCell<std::collections::HashMap<usize, crate::core::types::long_text::Cut>>,
     }
 
     #[glib::object_subclass]
@@ -144,6 +147,18 @@ impl MessageObject {
                     }
                     if let Some(Part::Text { text } | Part::Thought { text }) = m.parts.get_mut(index) {
                         text.push_str(t);
+                        // The end of a giant answer only, as the core keeps
+                        // it: its segments start again.
+                        if text.len() > crate::core::types::long_text::KEPT {
+                            let mut long = imp.long.borrow_mut();
+                            let cut = long.entry(index).or_default();
+                            if crate::core::types::long_text::cap(text, cut) {
+                                if let Some(c) = imp.cuts.borrow_mut().get_mut(index) {
+                                    c.clear();
+                                }
+                                imp.cut_epoch.set(imp.cut_epoch.get() + 1);
+                            }
+                        }
                     }
                 }
                 (None, Some(p)) => {
