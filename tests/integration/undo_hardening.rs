@@ -526,3 +526,81 @@ fn a_giant_answer_keeps_its_end_within_bounded_memory_and_is_stored() {
         &markdown[..markdown.len().min(500)]
     );
 }
+
+/// A tmpfs of `size` at a new folder, unmounted when dropped; `None`
+/// (and why) where this machine lets no test mount one.
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn new(size: &str) -> Result<SmallDisk, String> {
+        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).trim().to_owned());
+        }
+        Ok(SmallDisk(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.0.path()).status();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_disk_too_full_for_checkpoints_says_so_in_changes() {
+    let disk = match SmallDisk::new("4m") {
+        Ok(d) => d,
+        Err(why) => {
+            eprintln!("skipped: a small disk cannot be mounted here: {why}");
+            return;
+        }
+    };
+    let work = folder(&[("a.txt", "a\n")], false);
+    let w = work.path();
+    let data = disk.0.path();
+    let (core, rx) = core_on(data, "full", "a", w);
+    let mut h = Harness::of(core, rx, tempfile::tempdir().expect("dir"), fast());
+    // A first turn records; then the disk fills up.
+    h.core.chat.send("a", "disk-edit write:a.txt=1").expect("send");
+    h.wait_idle("a").await;
+    recorded(&mut h, "a").await;
+    let mut filler = 0;
+    while std::fs::write(data.join(format!("filler-{filler}")), vec![0u8; 256 << 10]).is_ok() {
+        filler += 1;
+    }
+    // What is left fills too, down to the last block: the record of the
+    // turn cannot be written either.
+    for size in [4096usize, 1] {
+        while std::fs::write(data.join(format!("filler-{filler}")), vec![0u8; size]).is_ok() {
+            filler += 1;
+        }
+    }
+    let turn = h.core.chat.send("a", "disk-edit write:a.txt=2").expect("send");
+    h.wait_idle("a").await;
+    recorded(&mut h, "a").await;
+    let changes = h
+        .core
+        .call("ChatService.Changes", &[json!("a")])
+        .await
+        .expect("Changes");
+    let this = changes["turns"]
+        .as_array()
+        .expect("turns")
+        .iter()
+        .find(|t| t["turn"] == json!(turn))
+        .cloned()
+        .unwrap_or(Value::Null);
+    assert!(
+        this["problems"]
+            .to_string()
+            .contains("The disk is too full for checkpoints"),
+        "the turn says why it has no checkpoint: {changes}"
+    );
+    h.core.shutdown().await;
+}

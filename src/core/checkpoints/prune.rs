@@ -20,7 +20,8 @@ impl CheckpointService {
         let this = self.clone();
         let _ = tokio::task::spawn_blocking(move || {
             let _held = lock(&this.inner.records);
-            if let Some(record) = store::load(&store, &conversation) {
+            if let Some(record) = this.load_record(&store, &conversation) {
+                lock(&this.inner.unsaved).remove(&conversation);
                 this.drop_turns(
                     &store,
                     &record,

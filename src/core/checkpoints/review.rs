@@ -55,8 +55,9 @@ impl CheckpointService {
         how: How,
     ) -> Result<Reverted, CheckpointError> {
         let _held = lock(&self.inner.records);
-        let mut record =
-            store::load(store, conversation).ok_or_else(|| CheckpointError::NoTurn(turn.into()))?;
+        let mut record = self
+            .load_record(store, conversation)
+            .ok_or_else(|| CheckpointError::NoTurn(turn.into()))?;
         let t = record
             .turns
             .iter()
@@ -163,9 +164,7 @@ impl CheckpointService {
                 root.left.insert(w.git_path.clone(), id);
             }
         }
-        if let Err(e) = store::save(store, &record) {
-            tracing::warn!("checkpoints: could not write {conversation}: {e}");
-        }
+        self.save_record(store, record);
         let id = format!("r{}", self.inner.next.fetch_add(1, Ordering::Relaxed));
         let merged = plain.iter().any(|w| w.merged);
         let files = plain.iter().map(|w| w.shown.clone()).collect();
@@ -223,7 +222,7 @@ impl CheckpointService {
             }
             let back: Vec<Write> = undo.writes.iter().map(Write::reversed).collect();
             revert::apply(&back)?;
-            if let Some(mut record) = store::load(&store, &undo.conversation) {
+            if let Some(mut record) = this.load_record(&store, &undo.conversation) {
                 if let Some(t) = record.turns.iter_mut().find(|t| t.turn == undo.turn) {
                     for (key, was) in &undo.reviews {
                         match was {
@@ -241,7 +240,7 @@ impl CheckpointService {
                         };
                     }
                 }
-                let _ = store::save(&store, &record);
+                this.save_record(&store, record);
             }
             Ok(Reverted {
                 id,
@@ -284,12 +283,14 @@ impl CheckpointService {
         let key = review_key(&file.root, &file.path, hunk);
         {
             let _held = lock(&self.inner.records);
-            let mut record =
-                store::load(&store, conversation).ok_or_else(|| CheckpointError::NoTurn(turn.into()))?;
+            let mut record = self
+                .load_record(&store, conversation)
+                .ok_or_else(|| CheckpointError::NoTurn(turn.into()))?;
             if let Some(t) = record.turns.iter_mut().find(|t| t.turn == turn) {
                 t.reviews.insert(key, Review::Kept);
             }
             store::save(&store, &record).map_err(|e| CheckpointError::Failed(e.to_string()))?;
+            lock(&self.inner.unsaved).remove(conversation);
         }
         self.tell(agent, conversation, turn, changes.files_changed);
         Ok(())

@@ -204,6 +204,9 @@ pub(super) struct Inner {
     pub(super) ending: watch::Sender<usize>,
     /// Each agent's running turn's attribution (see `attribution`).
     pub(super) attributions: Mutex<HashMap<String, Arc<Mutex<Attribution>>>>,
+    /// Records that could not be written (a full disk), by conversation:
+    /// Changes shows them, with why, until a write succeeds.
+    pub(super) unsaved: Mutex<HashMap<String, Record>>,
 }
 
 /// Says a turn's "after" is taken when dropped.
@@ -253,6 +256,7 @@ impl CheckpointService {
                 last_prune: Mutex::new(None),
                 ending: watch::channel(0).0,
                 attributions: Mutex::new(HashMap::new()),
+                unsaved: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -356,12 +360,12 @@ impl CheckpointService {
         root: &Path,
         name: &str,
     ) -> Result<(String, Vec<super::shadow::Skipped>, String), String> {
-        let shadow = Shadow::open(store, root).map_err(|e| e.to_string())?;
+        let shadow = Shadow::open(store, root).map_err(|e| said(e.to_string()))?;
         let dir_name = shadow_name(&shadow.root);
         let guard = self.shadow_lock(&shadow.root);
         let _held = lock(&guard);
-        let snap = shadow.snapshot().map_err(|e| e.to_string())?;
-        shadow.keep(name, &snap.commit).map_err(|e| e.to_string())?;
+        let snap = shadow.snapshot().map_err(|e| said(e.to_string()))?;
+        shadow.keep(name, &snap.commit).map_err(|e| said(e.to_string()))?;
         Ok((snap.commit, snap.skipped, dir_name))
     }
 
@@ -486,7 +490,7 @@ impl CheckpointService {
             .iter()
             .all(|r| r.error.is_none() && r.skipped.is_empty() && r.before == r.after);
         let _held = lock(&self.inner.records);
-        let existing = store::load(store, &start.conversation);
+        let existing = self.load_record(store, &start.conversation);
         if unchanged {
             // A turn that changed nothing is not listed.
             return existing.map_or(0, |r| count_files(&changes_of(store, &r, None)));
@@ -503,10 +507,42 @@ impl CheckpointService {
             roots,
             reviews: BTreeMap::new(),
         });
-        if let Err(e) = store::save(store, &record) {
-            tracing::warn!("checkpoints: could not write {}: {e}", start.conversation);
-        }
+        let record = self.save_record(store, record);
         count_files(&changes_of(store, &record, None))
+    }
+
+    /// A conversation's record: the one that could not be written, if
+    /// any, else the file's.
+    pub(super) fn load_record(&self, store: &Path, conversation: &str) -> Option<Record> {
+        if let Some(r) = lock(&self.inner.unsaved).get(conversation) {
+            return Some(r.clone());
+        }
+        store::load(store, conversation)
+    }
+
+    /// Writes a record; one that cannot be written (a full disk) is kept
+    /// in memory with the reason on its last turn, so Changes says why
+    /// rather than listing nothing. Answers the record as kept.
+    pub(super) fn save_record(&self, store: &Path, mut record: Record) -> Record {
+        match store::save(store, &record) {
+            Ok(()) => {
+                lock(&self.inner.unsaved).remove(&record.conversation);
+            }
+            Err(e) => {
+                tracing::warn!("checkpoints: could not write {}: {e}", record.conversation);
+                let why = crate::i18n::gettext_f(
+                    "the checkpoints could not be written: {error}",
+                    &[("error", &e.to_string())],
+                );
+                if let Some(root) = record.turns.last_mut().and_then(|t| t.roots.first_mut()) {
+                    if root.error.is_none() {
+                        root.error = Some(why);
+                    }
+                }
+                lock(&self.inner.unsaved).insert(record.conversation.clone(), record.clone());
+            }
+        }
+        record
     }
 
     pub(super) fn tell(&self, agent: &str, conversation: &str, turn: &str, files: usize) {
@@ -525,8 +561,9 @@ impl CheckpointService {
     pub async fn changes(&self, conversation: &str, turn: Option<&str>) -> Result<Changes, CheckpointError> {
         let store = self.inner.store.clone().ok_or(CheckpointError::Off)?;
         let (conversation, turn) = (conversation.to_owned(), turn.map(str::to_owned));
+        let this = self.clone();
         tokio::task::spawn_blocking(move || {
-            let record = store::load(&store, &conversation).unwrap_or(Record {
+            let record = this.load_record(&store, &conversation).unwrap_or(Record {
                 conversation: conversation.clone(),
                 ..Default::default()
             });
@@ -586,4 +623,23 @@ fn unattributed(
         .into_iter()
         .map(|p| String::from_utf8_lossy(&p).into_owned())
         .collect()
+}
+
+/// Why a snapshot failed, in words: a full disk is said first (git's own
+/// words for it vary: "No space left on device", "Out of diskspace").
+fn said(error: String) -> String {
+    let full = [
+        "No space left",
+        "Out of diskspace",
+        "ENOSPC",
+        "Disk quota exceeded",
+    ];
+    if full.iter().any(|f| error.contains(f)) {
+        crate::i18n::gettext_f(
+            "The disk is too full for checkpoints, so this turn has none ({error})",
+            &[("error", &error)],
+        )
+    } else {
+        error
+    }
 }
