@@ -315,7 +315,11 @@ impl Core {
                     text: s(1)?,
                     anchor: opt_str(params, 2).map(str::to_owned),
                 };
-                Ok(self.chat.set_draft(&s(0)?, draft).map(|_| Value::Null)?)
+                // `null`, or what was cut, so a script knows.
+                Ok(self.chat.set_draft(&s(0)?, draft).map(|cut| match cut {
+                    0 => Value::Null,
+                    n => serde_json::json!({ "cutBytes": n }),
+                })?)
             }
             "ChatService.Draft" => to(serde_json::to_value(self.chat.draft(&s(0)?).await?)),
             "ChatService.Restore" => to(serde_json::to_value(self.chat.restore().await)),

@@ -14,6 +14,7 @@ mod config_hardening;
 mod controls;
 mod flatpak;
 mod fs_boundary;
+mod hardening_four;
 mod history;
 mod launch;
 #[path = "../support/model_api.rs"]
@@ -31,4 +32,3 @@ mod steering;
 mod supervisor;
 mod terminals;
 mod translations;
-mod undo_hardening;

@@ -19,19 +19,22 @@ impl ChatService {
     }
 
     /// `SetDraft(agent, text, anchor?)`: keeps the open conversation's
-    /// draft (an empty one is removed). Emits `draft:changed`.
-    pub fn set_draft(&self, agent: &str, draft: Draft) -> Result<(), ChatError> {
+    /// draft (an empty one is removed). Emits `draft:changed`. Answers how
+    /// many bytes of the text were cut (past `MAX_DRAFT`).
+    pub fn set_draft(&self, agent: &str, draft: Draft) -> Result<usize, ChatError> {
         self.set_draft_of(agent, &self.draft_key(agent), draft)
     }
 
     /// The draft of the agent's conversation `conversation` ('' for the
     /// new one): the window saves a draft to the conversation it was
     /// written in, which may no longer be the open one.
-    pub fn set_draft_of(&self, agent: &str, conversation: &str, draft: Draft) -> Result<(), ChatError> {
+    pub fn set_draft_of(&self, agent: &str, conversation: &str, draft: Draft) -> Result<usize, ChatError> {
         if self.inner.supervisor.definition(agent).is_none() {
             return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
+        let given = draft.text.len();
         let draft = draft.bounded();
+        let cut = given - draft.text.len();
         let conversation = conversation.to_owned();
         let open = conversation == self.draft_key(agent);
         {
@@ -50,7 +53,7 @@ impl ChatService {
                 draft,
             }));
         }
-        Ok(())
+        Ok(cut)
     }
 
     /// `Draft(agent)`: the open conversation's draft (empty when none).

@@ -70,6 +70,14 @@ impl ParleyWindow {
             text: self.composer_text(),
             anchor: imp.conversation_view.top_message(),
         };
+        // A draft keeps at most 256 KiB: said once, while it is longer.
+        let long = draft.text.len() > crate::core::types::draft::MAX_DRAFT;
+        if long && !imp.draft_cut_told.get() {
+            self.toast(&gettext(
+                "This message is longer than 256 KiB: its draft keeps only the first 256 KiB if Parley quits before it is sent",
+            ));
+        }
+        imp.draft_cut_told.set(long);
         agent.conversation().save_draft(&key, draft);
     }
 

@@ -114,6 +114,8 @@ pub mod imp {
         /// The shown conversation's draft was read (or typed over): only
         /// then is the composer's text kept as its draft.
         pub draft_read: std::cell::Cell<bool>,
+        /// The user was told that the draft is cut (until it fits again).
+        pub draft_cut_told: std::cell::Cell<bool>,
         /// The composer's text is being set to a draft (not a change to keep).
         pub draft_loading: std::cell::Cell<bool>,
         /// The find bar's matches (message ids, in order) and which is shown.

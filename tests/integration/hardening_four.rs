@@ -5,7 +5,9 @@
 //! directory lose no checkpoint, Undo tells the truth (names that are not
 //! UTF-8, the executable bit, a file become a folder and back, 5,000
 //! deleted files), and recording never stops for good (a folder become a
-//! link, a FIFO or a huge file where git's metadata is read).
+//! link, a FIFO or a huge file where git's metadata is read), a disk too
+//! full for checkpoints says so, a giant answer keeps its end in bounded
+//! memory, and a draft cut at 256 KiB says so.
 
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -603,4 +605,25 @@ async fn a_disk_too_full_for_checkpoints_says_so_in_changes() {
         "the turn says why it has no checkpoint: {changes}"
     );
     h.core.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_draft_cut_at_256_kib_says_so() {
+    let work = folder(&[("a.txt", "a\n")], false);
+    let h = Harness::new(&[agent_in("a", work.path())]);
+    let short = h
+        .core
+        .call("ChatService.SetDraft", &[json!("a"), json!("a few words")])
+        .await
+        .expect("SetDraft");
+    assert_eq!(short, Value::Null);
+    let long = "ü".repeat(200_000);
+    let told = h
+        .core
+        .call("ChatService.SetDraft", &[json!("a"), json!(long)])
+        .await
+        .expect("SetDraft");
+    let kept = h.core.chat.draft("a").await.expect("Draft").text;
+    assert_eq!(told["cutBytes"], json!(long.len() - kept.len()), "{told}");
+    assert!(kept.len() <= 256 * 1024 && long.starts_with(&kept));
 }
