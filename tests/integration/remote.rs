@@ -303,6 +303,92 @@ fn unreachable_refused_unknown_and_missing_are_errors_with_the_reason() {
     let _ = s.child.wait();
 }
 
+/// The helper is checked on the far side before each start: one replaced
+/// there after it was checked is put back, never run. A far side whose
+/// shell prints a banner before every command is said to do so.
+#[test]
+fn a_replaced_helper_is_checked_again_and_a_banner_is_named() {
+    if skip_without_sshd() {
+        return;
+    }
+    let sshd = Sshd::start();
+    let marker = unique("parley-remote-recheck");
+    let cfg = config(
+        sshd.dir.path(),
+        vec![remote_agent(
+            &sshd,
+            "devbox",
+            "ssh://devbox",
+            "parley-demo-agent",
+            &marker,
+        )],
+    );
+    let mut s = Serve::start_with(sshd.dir.path(), &cfg, &sshd.env());
+    let started = s.call(1, "AgentService.Start", json!(["devbox"]));
+    assert!(started.get("error").is_none(), "{started}");
+    s.call(2, "AgentService.Stop", json!(["devbox"]));
+    // The far side's copy is replaced by another program.
+    let helper = std::fs::read_dir(sshd.path("cache/parley"))
+        .expect("the helper's folder")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("parley-helper-"))
+        })
+        .expect("the helper on the far side");
+    let hostile = sshd.path("ran-the-replaced-helper");
+    std::fs::write(&helper, format!("#!/bin/sh\ntouch {}\n", hostile.display())).expect("replace");
+    let again = s.call(3, "AgentService.Start", json!(["devbox"]));
+    assert!(again.get("error").is_none(), "{again}");
+    assert!(!hostile.exists(), "the replaced helper ran");
+    let name = helper
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let bytes = std::fs::read(&helper).expect("helper");
+    let digest: String = {
+        use sha2::Digest;
+        sha2::Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    assert_eq!(format!("parley-helper-{digest}"), name, "the helper was put back");
+    s.call(4, "AgentService.Stop", json!(["devbox"]));
+    drop(s.stdin);
+    let _ = s.child.wait();
+
+    // A banner from the far side's shell, before every command: bash
+    // reads ~/.bashrc for a command over ssh.
+    let home = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        home.path().join(".bashrc"),
+        "echo 'Welcome to devbox, have a nice day'\n",
+    )
+    .expect("banner");
+    let noisy = Sshd::start_with_env(&format!("HOME={}", home.path().display()));
+    let cfg = config(
+        noisy.dir.path(),
+        vec![remote_agent(
+            &noisy,
+            "devbox",
+            "ssh://devbox",
+            "parley-demo-agent",
+            &marker,
+        )],
+    );
+    let mut s = Serve::start_with(noisy.dir.path(), &cfg, &noisy.env());
+    let answer = s.call(1, "AgentService.Start", json!(["devbox"]));
+    let text = answer["error"].to_string();
+    assert!(
+        text.contains("prints text before every command") && text.contains("Welcome to devbox"),
+        "{answer}"
+    );
+    drop(s.stdin);
+    let _ = s.child.wait();
+}
+
 /// `podman://`: where podman can run a container here (from the local file
 /// system, no registry), the same turn; where it cannot, why.
 #[test]

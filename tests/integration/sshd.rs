@@ -57,6 +57,12 @@ fn free_port() -> u16 {
 impl Sshd {
     /// Starts it; `far/secret.txt` exists only inside its namespace.
     pub fn start() -> Sshd {
+        Self::start_with_env("")
+    }
+
+    /// As [`Sshd::start`], its sessions getting `env` too (`NAME=VALUE`
+    /// words, sshd's `SetEnv`).
+    pub fn start_with_env(env: &str) -> Sshd {
         let dir = tempfile::tempdir().expect("tempdir");
         let d = dir.path();
         std::fs::create_dir_all(d.join("far")).expect("far");
@@ -73,7 +79,7 @@ impl Sshd {
                 "Port {port}\nListenAddress 127.0.0.1\nHostKey {hk}\nAuthorizedKeysFile {ak}\n\
                  PasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
                  PermitRootLogin prohibit-password\nStrictModes no\nUsePAM no\nPidFile none\n\
-                 MaxSessions 100\nMaxStartups 100\nLogLevel QUIET\nSetEnv XDG_CACHE_HOME={cache}\n",
+                 MaxSessions 100\nMaxStartups 100\nLogLevel QUIET\nSetEnv XDG_CACHE_HOME={cache} {env}\n",
                 hk = d.join("host_key").display(),
                 ak = d.join("authorized_keys").display(),
                 cache = d.join("cache").display(),

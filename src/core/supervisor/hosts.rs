@@ -230,9 +230,20 @@ impl Link {
     /// Connects (ssh: once, then the connection is shared) and makes sure
     /// the helper is on the far side; its path there.
     pub async fn ready(&self, limit: Duration) -> Result<String, LinkError> {
+        self.ready_as(limit, false).await
+    }
+
+    /// [`Self::ready`], checking the helper's hash on the far side again
+    /// even when it was checked on this connection: before an agent
+    /// starts, a helper replaced there since is never run.
+    pub async fn checked(&self, limit: Duration) -> Result<String, LinkError> {
+        self.ready_as(limit, true).await
+    }
+
+    async fn ready_as(&self, limit: Duration, again: bool) -> Result<String, LinkError> {
         self.connect(limit).await?;
         let mut helper = self.helper.lock().await;
-        if let Some(path) = helper.as_ref() {
+        if let Some(path) = helper.as_ref().filter(|_| !again) {
             return Ok(path.clone());
         }
         let path = tokio::time::timeout(limit * 4, self.install())
@@ -416,6 +427,19 @@ impl Link {
                 reason: crate::i18n::gettext_f("could not reach {host}", &[("host", &self.host.name)]),
                 last_lines: e.lines().map(str::to_owned).collect(),
             })?;
+        // The script prints one line. More: the far side's shell prints
+        // text before every command (a start-up file), which would also
+        // corrupt what the helper and the agent say.
+        let mut lines = checked.lines().filter(|l| !l.trim().is_empty());
+        let first = lines.next().unwrap_or("").to_owned();
+        let checked = checked.lines().last().unwrap_or("").trim().to_owned();
+        if checked != first {
+            let shown: String = first.chars().take(80).collect();
+            return Err(LinkError::plain(crate::i18n::gettext_f(
+                "{host} prints text before every command (“{text}”), from a shell start-up file such as ~/.bashrc; Parley cannot talk to an agent through it. Print such text only in interactive shells.",
+                &[("host", &self.host.name), ("text", &shown)],
+            )));
+        }
         if let Some(path) = checked.strip_prefix("ok ") {
             return Ok(path.to_owned());
         }

@@ -146,7 +146,7 @@ impl AgentService {
     ) -> Result<(std::path::PathBuf, Vec<String>), StartError> {
         use crate::core::remote::helper::{Launch, FLAG};
         let link = self.shared.hosts.link(host);
-        let helper = link.ready(self.shared.timings.handshake_timeout).await?;
+        let helper = link.checked(self.shared.timings.handshake_timeout).await?;
         let launch = Launch {
             cwd: cwd.display().to_string(),
             program: command.to_owned(),

@@ -199,7 +199,7 @@ impl AgentService {
             // with the environment it reads first on stdin (below).
             Some(link) => {
                 let helper = link
-                    .ready(self.shared.timings.handshake_timeout)
+                    .checked(self.shared.timings.handshake_timeout)
                     .await
                     .map_err(|e| (e.into(), None))?;
                 let (program, args) = link.far_command(
