@@ -2,7 +2,8 @@
 # Installs what Parley needs on Debian 12 and is missing: the GTK 4 /
 # libadwaita / GtkSourceView development files, the meson route, and what the
 # tests use (Xvfb, a D-Bus session bus, Python's venv for a second ACP agent,
-# a Hebrew locale compiled by the right-to-left test).
+# a Hebrew locale compiled by the right-to-left test; podman with runc and
+# busybox for the container test's own root).
 # Safe to run again: it does nothing when everything is there.
 set -euo pipefail
 
@@ -12,6 +13,7 @@ packages=(
   xvfb xauth dbus python3-venv python3-pyatspi at-spi2-core
   libvte-2.91-gtk4-dev gnome-keyring libsqlite3-dev libsoup-3.0-dev glib-networking
   git openssh-client openssh-server locales
+  podman runc busybox-static
 )
 
 missing=()

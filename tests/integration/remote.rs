@@ -389,57 +389,214 @@ fn a_replaced_helper_is_checked_again_and_a_banner_is_named() {
     let _ = s.child.wait();
 }
 
-/// `podman://`: where podman can run a container here (from the local file
-/// system, no registry), the same turn; where it cannot, why.
+/// A container of the test's own for `podman://`: a root of busybox (the
+/// shell and tools the helper's install script uses), the demo agent and
+/// the libraries it links, imported as an image and running `sleep`.
+/// Podman runs with runc and limits at or below the machine's (see
+/// shared/notes/podman-here.md), through its own `containers.conf`.
+struct Container {
+    name: String,
+    image: String,
+    conf: tempfile::TempDir,
+}
+
+impl Container {
+    fn podman(&self) -> std::process::Command {
+        let mut c = std::process::Command::new("podman");
+        c.env("CONTAINERS_CONF", self.conf.path().join("containers.conf"));
+        c
+    }
+
+    /// The container, or exactly why podman cannot run one here.
+    fn start() -> Result<Container, String> {
+        let which = |p: &str| {
+            ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
+                .iter()
+                .map(|d| std::path::Path::new(d).join(p))
+                .find(|p| p.exists())
+        };
+        which("podman").ok_or("podman is not installed")?;
+        let busybox = which("busybox").ok_or("busybox-static is not installed")?;
+        let conf = tempfile::tempdir().map_err(|e| e.to_string())?;
+        let runtime = if which("runc").is_some() {
+            "runtime = \"runc\"\n"
+        } else {
+            ""
+        };
+        std::fs::write(
+            conf.path().join("containers.conf"),
+            format!(
+                "[engine]\n{runtime}[containers]\ndefault_ulimits = [\"nofile=1024:1024\", \"nproc=1024:1024\"]\n"
+            ),
+        )
+        .map_err(|e| e.to_string())?;
+        // The root: busybox as /bin/*, the demo agent and its libraries.
+        let root = conf.path().join("root");
+        for d in [
+            "bin",
+            "usr/local/bin",
+            "tmp",
+            "root",
+            "work",
+            "proc",
+            "dev",
+            "sys",
+        ] {
+            std::fs::create_dir_all(root.join(d)).map_err(|e| e.to_string())?;
+        }
+        std::fs::copy(&busybox, root.join("bin/busybox")).map_err(|e| e.to_string())?;
+        for tool in [
+            "sh",
+            "sha256sum",
+            "cut",
+            "uname",
+            "mkdir",
+            "cat",
+            "chmod",
+            "mv",
+            "rm",
+            "sleep",
+            "ps",
+            "env",
+        ] {
+            std::os::unix::fs::symlink("busybox", root.join("bin").join(tool)).map_err(|e| e.to_string())?;
+        }
+        std::fs::copy(demo(), root.join("usr/local/bin/parley-demo-agent")).map_err(|e| e.to_string())?;
+        let ldd = std::process::Command::new("ldd")
+            .arg(demo())
+            .output()
+            .map_err(|e| e.to_string())?;
+        for lib in String::from_utf8_lossy(&ldd.stdout)
+            .split_whitespace()
+            .filter(|w| w.starts_with('/'))
+        {
+            let to = root.join(lib.trim_start_matches('/'));
+            if let Some(d) = to.parent() {
+                std::fs::create_dir_all(d).map_err(|e| e.to_string())?;
+            }
+            std::fs::copy(lib, &to).map_err(|e| format!("{lib}: {e}"))?;
+        }
+        let tar = conf.path().join("root.tar");
+        let packed = std::process::Command::new("tar")
+            .arg("-C")
+            .arg(&root)
+            .arg("-cf")
+            .arg(&tar)
+            .arg(".")
+            .status()
+            .map_err(|e| e.to_string())?;
+        if !packed.success() {
+            return Err("tar failed".into());
+        }
+        let name = unique("parley-test");
+        let c = Container {
+            image: format!("localhost/{name}-root"),
+            name,
+            conf,
+        };
+        let run = |args: &[&str]| -> Result<(), String> {
+            let out = c.podman().args(args).output().map_err(|e| e.to_string())?;
+            if out.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "podman {} failed: {}",
+                    args.first().copied().unwrap_or(""),
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ))
+            }
+        };
+        run(&["import", &tar.display().to_string(), &c.image])?;
+        run(&["run", "-d", "--name", &c.name, &c.image, "/bin/sleep", "600"])
+            .map_err(|e| format!("podman cannot run a container on this machine: {e}"))?;
+        Ok(c)
+    }
+
+    /// Runs a shell command inside; its output.
+    fn sh(&self, script: &str) -> String {
+        let out = self
+            .podman()
+            .args(["exec", &self.name, "/bin/sh", "-c", script])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned());
+        out.unwrap_or_default()
+    }
+}
+
+impl Drop for Container {
+    fn drop(&mut self) {
+        let _ = self.podman().args(["rm", "-f", "-t", "0", &self.name]).output();
+        let _ = self.podman().args(["rmi", "-f", &self.image]).output();
+    }
+}
+
+/// `podman://` on a real engine: a turn with `fs/*` served inside the
+/// container, Stop and a killed Parley leaving nothing running in it;
+/// where podman cannot run a container here, exactly why.
 #[test]
 fn a_turn_in_a_podman_container_or_why_not() {
-    let probe = std::process::Command::new("podman")
-        .args(["run", "--rm", "--rootfs", "/", "true"])
-        .output();
-    let why = match &probe {
-        Err(e) => Some(format!("podman is not installed: {e}")),
-        Ok(o) if !o.status.success() => Some(format!(
-            "podman cannot run a container on this machine: {}",
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Ok(_) => None,
+    let c = match Container::start() {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
     };
-    if let Some(why) = why {
-        eprintln!("skipped: {why}");
-        return;
-    }
+    c.sh("echo 'only in the container' > /work/here.txt");
     let dir = tempfile::tempdir().expect("tempdir");
-    let name = unique("parley-test");
-    let started = std::process::Command::new("podman")
-        .args([
-            "run", "-d", "--rm", "--name", &name, "--rootfs", "/", "sleep", "600",
-        ])
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(started, "podman run -d");
-    std::fs::write(dir.path().join("here.txt"), "in the container too").expect("file");
     let marker = unique("parley-podman-mark");
     let cfg = config(
         dir.path(),
         vec![
-            json!({"name": "box", "command": "parley-demo-agent", "cwd": dir.path(),
-            "host": format!("podman://{name}"), "env": {"PARLEY_TEST_MARK": marker}}),
+            json!({"name": "box", "command": "parley-demo-agent", "cwd": "/work",
+            "host": format!("podman://{}", c.name), "env": {"PARLEY_TEST_MARK": marker}}),
         ],
     );
-    let mut s = Serve::start(dir.path(), &cfg);
+    let env = vec![(
+        "CONTAINERS_CONF".to_owned(),
+        c.conf.path().join("containers.conf").display().to_string(),
+    )];
+    let mut s = Serve::start_with(dir.path(), &cfg, &env);
+    s.call(1, "ChatService.Send", json!(["box", "fs-read /work/here.txt"]));
+    idle(&s);
+    let said = last_answer(&mut s, 2, "box");
+    assert!(said.contains("only in the container"), "{said}");
     s.call(
-        1,
+        3,
         "ChatService.Send",
-        json!(["box", format!("fs-read {}/here.txt", dir.path().display())]),
+        json!(["box", "fs-write /work/written.txt from-parley"]),
     );
     idle(&s);
-    assert!(last_answer(&mut s, 2, "box").contains("in the container too"));
-    s.call(3, "AgentService.Stop", json!(["box"]));
-    drop(s.stdin);
+    assert!(c.sh("cat /work/written.txt").contains("from-parley"));
+    assert!(!std::path::Path::new("/work/written.txt").exists());
+    assert!(
+        !processes_with(&marker).is_empty(),
+        "the agent runs in the container"
+    );
+    // Stop: nothing of the agent left in the container.
+    s.call(4, "AgentService.Stop", json!(["box"]));
+    let left = gone_within_env(&marker, Duration::from_secs(10));
+    assert!(left.is_empty(), "left in the container after Stop: {left:?}");
+    // A killed Parley mid-turn: nothing left either.
+    s.call(5, "ChatService.Send", json!(["box", "wait"]));
+    s.wait("the answer begins", |v| v["event"] == "message:delta");
+    assert!(!processes_with(&marker).is_empty());
+    let _ = s.child.kill();
     let _ = s.child.wait();
-    let _ = std::process::Command::new("podman")
-        .args(["rm", "-f", &name])
-        .status();
+    let left = gone_within_env(&marker, Duration::from_secs(10));
+    assert!(left.is_empty(), "left in the container after SIGKILL: {left:?}");
+}
+
+/// Waits until no process's environment holds `marker`; those left.
+fn gone_within_env(marker: &str, limit: Duration) -> Vec<i32> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let left = processes_with(marker);
+        if left.is_empty() || std::time::Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// A terminal sign-in method runs on the far side: `parley-cli auth` on its
