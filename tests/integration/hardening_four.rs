@@ -113,6 +113,27 @@ async fn undo_of_one_agents_turn_leaves_the_other_agents_and_the_users_files() {
     h.wait_idle("b").await;
     h.wait_idle("a").await;
     recorded(&mut h, "a").await;
+    // Both conversations say that another agent works in their folder.
+    for (me, other) in [("a", "b"), ("b", "a")] {
+        let c = h
+            .core
+            .call("ChatService.Conversation", &[json!(me)])
+            .await
+            .expect("Conversation");
+        let told: Vec<&Value> = c["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .filter(|m| m["code"] == "shared-folder")
+            .collect();
+        assert_eq!(told.len(), 1, "{me} is told once: {c}");
+        assert!(
+            told[0]
+                .to_string()
+                .contains(&format!("{other} also works in this folder")),
+            "{c}"
+        );
+    }
     let changes = h
         .core
         .call("ChatService.Changes", &[json!("a")])

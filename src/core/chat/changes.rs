@@ -21,7 +21,7 @@ impl ChatService {
     /// The directories a turn of the agent may change: its working
     /// directory and its additional directories that exist. None for an
     /// agent on another host: its files are not on this machine.
-    fn checkpoint_roots(&self, agent: &str) -> Vec<PathBuf> {
+    pub(super) fn checkpoint_roots(&self, agent: &str) -> Vec<PathBuf> {
         let Some(def) = self.inner.supervisor.definition(agent).filter(|d| !d.is_remote()) else {
             return Vec::new();
         };

@@ -20,6 +20,7 @@ mod options;
 mod permissions;
 mod queue;
 mod session;
+mod shared_folders;
 mod sign_in;
 mod silence;
 mod state;

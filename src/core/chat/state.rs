@@ -43,6 +43,9 @@ pub(super) struct Conv {
     /// What giant text parts had cut from their start, by message id and
     /// part (see `types::long_text`).
     pub(super) cuts: HashMap<(String, usize), crate::core::types::long_text::Cut>,
+    /// The busy agents sharing a folder with this one that it was last
+    /// told of (see `shared_folders`).
+    pub(super) shared_with: Vec<String>,
     pub(super) busy: bool,
     /// Ids of the queued user messages, oldest first.
     pub(super) queue: VecDeque<String>,

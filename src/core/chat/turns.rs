@@ -138,6 +138,7 @@ impl ChatService {
         // The snapshot before the turn starts now, the one after is taken
         // however the turn ends (a crash too).
         let checkpoint = self.begin_checkpoint(agent, id);
+        self.tell_shared_folders(agent);
         let end = self
             .prompt_turn(agent, id, &conn, generation, checkpoint.as_ref())
             .await;
