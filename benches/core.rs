@@ -38,6 +38,9 @@ mod checkpoints_bench;
 #[path = "core/remote.rs"]
 mod remote_bench;
 
+#[path = "core/rest.rs"]
+mod rest_bench;
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -700,6 +703,10 @@ fn main() {
     if run("history") {
         figures::command("cargo bench --bench core -- history");
         bench_history();
+    }
+    if run("rest") {
+        figures::command("cargo bench --bench core -- rest");
+        rest_bench::bench();
     }
     if run("start") {
         figures::command("cargo bench --bench core -- start");

@@ -23,11 +23,30 @@ struct Rest {
     frames: u64,
     rendered: u64,
     wakeups: u64,
+    /// All threads' wake-ups (the main thread's included).
+    process_wakeups: u64,
     /// Text blocks drawn (any conversation's; only the shown one can be).
     drawn: u64,
     /// The main thread's time on a core.
     on_core: Duration,
     span: Duration,
+}
+
+/// Voluntary context switches of all the process's threads (the core's
+/// runtime and the history's writer too): the process's wake-ups.
+fn process_wakeups() -> u64 {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .filter_map(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+        })
+        .sum()
 }
 
 /// The main thread's voluntary context switches so far: each is a time it
@@ -83,9 +102,10 @@ fn rest(win: &ParleyWindow, span: Duration) -> Rest {
     let main_loop = glib::MainLoop::new(None, false);
     let m = main_loop.clone();
     glib::timeout_add_local_once(span, move || m.quit());
-    let (drawn, woken, sched, renders) = (
+    let (drawn, woken, all_woken, sched, renders) = (
         parley::ui::widgets::text_block::drawn(),
         wakeups(),
+        process_wakeups(),
         schedstat(),
         RENDERS.with(Cell::get),
     );
@@ -94,6 +114,7 @@ fn rest(win: &ParleyWindow, span: Duration) -> Rest {
         frames: frames.get(),
         rendered: RENDERS.with(Cell::get) - renders,
         wakeups: wakeups() - woken,
+        process_wakeups: process_wakeups().saturating_sub(all_woken),
         drawn: parley::ui::widgets::text_block::drawn() - drawn,
         on_core: schedstat().on_core.saturating_sub(sched.on_core),
         span,
@@ -108,6 +129,11 @@ impl Rest {
     }
 
     fn say(&self, what: &str) {
+        println!(
+            "idle {what}: the whole process (every thread) woke {} times ({:.2} a second)   goal: ≤ 1 a second",
+            self.process_wakeups,
+            self.process_wakeups as f64 / self.span.as_secs_f64()
+        );
         println!(
             "idle {what}: {} frame clock cycles, {} drawn, {} main-loop wake-ups ({:.2} a second), text blocks drawn {}, main thread on a core {:.1} ms, over {:.0} s   goals: 0 frames, ≤ 1 wake-up a second",
             self.frames,
@@ -138,6 +164,13 @@ impl Rest {
         figures::record(
             &format!("idle {what}, main-loop wake-ups a second"),
             self.per_second(),
+            "wake-ups/s",
+            None,
+            Some(1.0),
+        );
+        figures::record(
+            &format!("idle {what}, process wake-ups a second (all threads)"),
+            self.process_wakeups as f64 / self.span.as_secs_f64(),
             "wake-ups/s",
             None,
             Some(1.0),

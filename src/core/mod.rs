@@ -21,3 +21,4 @@ pub mod secrets;
 pub mod services;
 pub mod supervisor;
 pub mod types;
+pub mod worktrees;
