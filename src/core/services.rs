@@ -27,6 +27,7 @@ use crate::core::history::service::HistoryService;
 use crate::core::registry::service::RegistryService;
 use crate::core::supervisor::terminals::TerminalService;
 use crate::core::supervisor::{AgentService, Timings};
+use crate::core::worktrees::{default_dir as worktree_dir, WorktreeService};
 use crate::i18n::{gettext, gettext_f};
 
 pub use crate::core::config::service::{ConfigError, Current};
@@ -81,6 +82,7 @@ pub struct Core {
     pub auth: AuthService,
     pub registry: RegistryService,
     pub checkpoints: CheckpointService,
+    pub worktrees: WorktreeService,
     events: EventSender,
 }
 
@@ -100,7 +102,14 @@ impl Core {
         let history = HistoryService::new(tx.clone());
         let checkpoints = CheckpointService::new(tx.clone(), options.history.as_deref().map(default_store));
         agents.set_write_gate(write_gate(&checkpoints));
-        let chat = ChatService::new(agents.clone(), history.clone(), checkpoints.clone(), tx.clone());
+        let worktrees = WorktreeService::new(options.history.as_deref().map(worktree_dir));
+        let chat = ChatService::new(
+            agents.clone(),
+            history.clone(),
+            checkpoints.clone(),
+            worktrees.clone(),
+            tx.clone(),
+        );
         let (config, bytes) = ConfigService::new(
             options.config_path,
             tx.clone(),
@@ -125,6 +134,7 @@ impl Core {
                 auth,
                 registry,
                 checkpoints,
+                worktrees,
                 events: tx,
             },
             rx,
@@ -277,6 +287,20 @@ impl Core {
                     self.chat.undo_turn(&s(0)?, opt_str(params, 1), how).await?,
                 ))
             }
+            "ChatService.NewInWorktree" => {
+                let wt = self.chat.new_in_worktree(&s(0)?, opt_str(params, 1)).await?;
+                Ok(
+                    serde_json::json!({"path": wt.path, "cwd": wt.cwd, "branch": wt.branch, "base": wt.base, "baseName": wt.base_name}),
+                )
+            }
+            "ChatService.Worktree" => to(serde_json::to_value(self.chat.worktree(&s(0)?).await?)),
+            "ChatService.Apply" => to(serde_json::to_value(self.chat.apply_worktree(&s(0)?).await?)),
+            "ChatService.UndoApply" => to(serde_json::to_value(self.chat.undo_apply(&s(0)?, &s(1)?).await?)),
+            "ChatService.Merge" => {
+                let commit = self.chat.merge_worktree(&s(0)?, opt_str(params, 1)).await?;
+                Ok(serde_json::json!({ "commit": commit }))
+            }
+            "ChatService.Discard" => Ok(self.chat.discard_worktree(&s(0)?).await.map(|_| Value::Null)?),
             "ChatService.UndoRevert" => {
                 to(serde_json::to_value(self.chat.undo_revert(&s(0)?, &s(1)?).await?))
             }

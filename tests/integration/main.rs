@@ -32,3 +32,4 @@ mod steering;
 mod supervisor;
 mod terminals;
 mod translations;
+mod worktrees;

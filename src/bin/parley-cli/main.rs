@@ -46,6 +46,7 @@ fn main() -> ExitCode {
         Some("serve") => serve::serve(&args[1..]),
         Some("auth") => auth::auth(&args[1..]),
         Some(command @ ("conversations" | "search" | "export")) => history(command, &args[1..]),
+        Some("worktrees") => worktrees(&args[1..]),
         Some(command @ ("changes" | "undo")) => changes(command, &args[1..]),
         Some("registry") => registry(&args[1..]),
         Some("--help" | "-h" | "help") => {
@@ -166,6 +167,33 @@ fn send(args: &[String]) -> ExitCode {
         } else {
             1
         }
+    });
+    ExitCode::from(code)
+}
+
+/// `worktrees`: the conversations' worktrees Parley made, one JSON line
+/// each. Starts no agent.
+fn worktrees(args: &[String]) -> ExitCode {
+    let Opts { rest, config, .. } = match options(args) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("parley-cli: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if !rest.is_empty() {
+        return usage();
+    }
+    let rt = runtime();
+    let code = rt.block_on(async move {
+        let Some((core, _rx)) = core(config, false) else {
+            return 2;
+        };
+        for w in core.worktrees.list() {
+            println!("{}", serde_json::to_string(&w).unwrap_or_default());
+        }
+        core.shutdown().await;
+        0
     });
     ExitCode::from(code)
 }

@@ -111,6 +111,7 @@ impl ChatService {
         supervisor: AgentService,
         history: HistoryService,
         checkpoints: crate::core::checkpoints::CheckpointService,
+        worktrees: crate::core::worktrees::WorktreeService,
         events: EventSender,
     ) -> Self {
         let chat = ChatService {
@@ -124,6 +125,7 @@ impl ChatService {
                 conv_serial: AtomicU64::new(1),
                 history,
                 checkpoints,
+                worktrees,
                 files: Default::default(),
                 live: Mutex::default(),
                 rules: Mutex::default(),

@@ -68,6 +68,11 @@ impl ChatService {
             agent: agent.to_owned(),
             created_at: humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string(),
         });
+        if let Some(wt) = &c.worktree {
+            if let Err(e) = self.inner.worktrees.link(&wt.path, &id) {
+                tracing::warn!(agent, error = %e, "the worktree could not be tied to its conversation");
+            }
+        }
         if let Some(sid) = &c.stored_session {
             r.send(Op::Session {
                 conversation: id.clone(),
@@ -247,6 +252,7 @@ impl ChatService {
         if let Some(session) = left {
             self.let_go(agent, session);
         }
+        self.work_where_the_conversation_is(agent);
         Ok(())
     }
 
@@ -392,6 +398,8 @@ impl ChatService {
         };
         next.conversation = (!id.is_empty()).then(|| id.clone());
         next.forked_from = h.forked_from(&id).ok().flatten();
+        // A conversation made in a worktree works there again.
+        next.worktree = self.inner.worktrees.of_conversation(&id);
         next.read_only = self.cannot_resume(agent, &next);
         self.leave_current(agent, next)?;
         if id.is_empty() {

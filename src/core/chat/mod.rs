@@ -28,6 +28,7 @@ mod steer;
 mod timeline;
 mod turns;
 mod updates;
+mod worktree;
 
 pub use attachments::{check_file, image_mime, AttachmentInput};
 pub use conversations::Conversations;

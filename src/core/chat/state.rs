@@ -46,6 +46,8 @@ pub(super) struct Conv {
     /// The busy agents sharing a folder with this one that it was last
     /// told of (see `shared_folders`).
     pub(super) shared_with: Vec<String>,
+    /// The worktree this conversation works in, if any.
+    pub(super) worktree: Option<crate::core::worktrees::Worktree>,
     pub(super) busy: bool,
     /// Ids of the queued user messages, oldest first.
     pub(super) queue: VecDeque<String>,
@@ -157,6 +159,8 @@ pub enum ChatError {
     NoSteering,
     /// `Steer`: no turn is running.
     NotAnswering,
+    /// A worktree could not be made, applied, merged or let go: why.
+    Worktree(crate::core::worktrees::WorktreeError),
 }
 
 impl ChatError {
@@ -186,6 +190,7 @@ impl ChatError {
                 gettext("this agent takes no message while it answers; queue it instead")
             }
             ChatError::NotAnswering => gettext("the agent is not answering"),
+            ChatError::Worktree(e) => e.to_string(),
             ChatError::NothingToRetry => gettext("the conversation has no message to send again"),
             ChatError::NoSuchMessage(id) => gettext_f("the conversation has no message {id}", &[("id", id)]),
             ChatError::NoSuchConversation(id) => gettext_f("no conversation {id}", &[("id", id)]),
@@ -246,6 +251,8 @@ pub(super) struct ChatInner {
     pub(super) history: HistoryService,
     /// The turns' snapshots (what the agent changed).
     pub(super) checkpoints: crate::core::checkpoints::CheckpointService,
+    /// The conversations' worktrees (a conversation may work in one).
+    pub(super) worktrees: crate::core::worktrees::WorktreeService,
     /// The files under the agents' working directories, for @-mentions.
     pub(super) files: crate::core::files::FileIndexes,
     /// Sessions left open in their agent's process by New or Open (agents

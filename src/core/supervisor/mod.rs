@@ -178,11 +178,15 @@ struct Entry {
     /// What the last `initialize` said the agent can do (kept once it
     /// stops, so attachments can be checked before a start).
     capabilities: Option<schema::AgentCapabilities>,
+    /// The directory its current conversation works in, when not its
+    /// configured `cwd` (a conversation in a worktree).
+    workdir: Option<PathBuf>,
 }
 
 impl Entry {
     fn new(def: AgentDef) -> Self {
         Entry {
+            workdir: None,
             def,
             next_def: None,
             state: AgentState::Stopped,
@@ -199,6 +203,16 @@ impl Entry {
             auth: AuthState::default(),
             capabilities: None,
         }
+    }
+
+    /// The definition it runs with: the configuration's, in its current
+    /// conversation's directory.
+    fn effective(&self) -> AgentDef {
+        let mut def = self.def.clone();
+        if let Some(dir) = &self.workdir {
+            def.cwd = dir.display().to_string();
+        }
+        def
     }
 
     /// Once no process is left, a pending definition applies.
@@ -486,7 +500,29 @@ impl AgentService {
         lock(&self.shared.table)
             .find(name)
             .filter(|e| !e.removed)
+            .map(|e| e.effective())
+    }
+
+    /// The agent's definition as configured (its own `cwd`, whatever
+    /// directory its current conversation works in).
+    pub fn configured(&self, name: &str) -> Option<AgentDef> {
+        lock(&self.shared.table)
+            .find(name)
+            .filter(|e| !e.removed)
             .map(|e| e.def.clone())
+    }
+
+    /// Sets the directory the agent's current conversation works in
+    /// (`None`: its configured `cwd`). Answers whether it changed: a
+    /// running agent then needs a new process there.
+    pub fn set_workdir(&self, name: &str, dir: Option<PathBuf>) -> bool {
+        let mut t = lock(&self.shared.table);
+        let Some(e) = t.find(name) else { return false };
+        if e.workdir == dir {
+            return false;
+        }
+        e.workdir = dir;
+        true
     }
 
     fn emit_info(&self, info: &AgentInfo) {

@@ -89,7 +89,7 @@ impl AgentService {
         e.error = None;
         e.stop_pending = false;
         e.generation += 1;
-        let step = StartStep::Spawn(Box::new(e.def.clone()), e.generation, e.logs.clone());
+        let step = StartStep::Spawn(Box::new(e.effective()), e.generation, e.logs.clone());
         let snapshot = Entry::info(e);
         drop(t);
         self.emit_info(&snapshot);

@@ -53,7 +53,7 @@ pub struct ChangedFile {
     pub status: String,
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WorktreeError {
     NotInRepository(String),
     Bare(String),
