@@ -3295,6 +3295,10 @@ fn main() {
             changes::changes_beside_the_turn_are_apart,
         ),
         (
+            "ui::a_conversation_in_a_worktree",
+            changes::a_conversation_in_a_worktree,
+        ),
+        (
             "ui::changes_by_keyboard_and_screen_reader",
             changes::changes_by_keyboard_and_screen_reader,
         ),

@@ -330,6 +330,7 @@ fn setup_actions(app: &adw::Application) {
     app.set_accels_for_action("win.show-help-overlay", &["<Control>question"]);
     app.set_accels_for_action("window.close", &["<Control>w"]);
     app.set_accels_for_action("win.new-conversation", &["<Control>n"]);
+    app.set_accels_for_action("win.new-in-worktree", &["<Control><Shift>n"]);
     app.set_accels_for_action("win.find", &["<Control>f"]);
     app.set_accels_for_action("win.search-conversations", &["<Control><Shift>f"]);
     app.set_accels_for_action("win.inbox", &["<Control>i"]);

@@ -223,6 +223,69 @@ pub fn changes_beside_the_turn_are_apart(app: &adw::Application) -> Result<(), S
     Ok(())
 }
 
+/// New Conversation in a Worktree (Ctrl+Shift+N): the agent's next turn
+/// writes in the worktree, not in the user's checkout, and the window says
+/// which branch it is on.
+pub fn a_conversation_in_a_worktree(app: &adw::Application) -> Result<(), String> {
+    let project = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let p = project.path();
+    std::fs::create_dir_all(p.join("src")).map_err(|e| e.to_string())?;
+    std::fs::write(p.join("src/main.rs"), lines(&[])).map_err(|e| e.to_string())?;
+    for args in [
+        vec!["init", "-q", "-b", "main"],
+        vec!["add", "-A"],
+        vec![
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "start",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .args(&args)
+            .current_dir(p)
+            .status()
+            .map_err(|e| e.to_string())?
+            .success();
+        if !ok {
+            return Err(format!("git {args:?}"));
+        }
+    }
+    let f = open_window(app, &auth_config("", p))?;
+    select_demo(&f)?;
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.new-in-worktree", None)
+        .map_err(|e| e.to_string())?;
+    spin_until("the worktree", Duration::from_secs(20), || {
+        !f.core.worktrees.list().is_empty()
+    })?;
+    let wt = f.core.worktrees.list().remove(0);
+    spin_until("the toast", Duration::from_secs(10), || {
+        texts(f.win.upcast_ref())
+            .iter()
+            .any(|t| t.contains("in its own worktree, on branch parley/"))
+    })?;
+    type_and_send(&f, &disk_write("src/main.rs", &lines(&[4])));
+    let inside = std::path::Path::new(&wt.path).join("src/main.rs");
+    spin_until("the edit in the worktree", Duration::from_secs(20), || {
+        std::fs::read_to_string(&inside).ok() == Some(lines(&[4]))
+    })?;
+    let mine = std::fs::read_to_string(p.join("src/main.rs")).map_err(|e| e.to_string())?;
+    if mine != lines(&[]) {
+        return Err("the user's checkout was changed".into());
+    }
+    // The header says which branch the conversation works on.
+    spin_until("the branch in the header", Duration::from_secs(5), || {
+        texts(f.win.upcast_ref()).iter().any(|t| t.contains(&wt.branch))
+    })?;
+    save_png(&f.win, "62-new-in-worktree")?;
+    close(f);
+    Ok(())
+}
+
 /// Follow the agent: with `followAgent`, the file a tool call names opens
 /// in the configured editor at its line as the call comes; a location in
 /// a tool card opens it on a click.

@@ -67,6 +67,14 @@ impl ChatService {
         Ok(wt)
     }
 
+    /// The open conversation's worktree, if it works in one (the window's
+    /// header shows its branch).
+    pub fn worktree_info(&self, agent: &str) -> Option<Worktree> {
+        lock(&self.inner.convs)
+            .get(agent)
+            .and_then(|c| c.worktree.clone())
+    }
+
     fn worktree_of(&self, agent: &str) -> Result<Worktree, ChatError> {
         if self.inner.supervisor.definition(agent).is_none() {
             return Err(ChatError::UnknownAgent(agent.to_owned()));

@@ -42,7 +42,10 @@ impl ConversationObject {
     ) {
         let core = self.core().clone();
         let agent = self.agent();
-        let switches = matches!(what, ConversationAction::New | ConversationAction::Open(_));
+        let switches = matches!(
+            what,
+            ConversationAction::New | ConversationAction::NewInWorktree | ConversationAction::Open(_)
+        );
         let done = glib::clone!(
             #[weak(rename_to = this)]
             self,
@@ -59,6 +62,9 @@ impl ConversationObject {
             async move {
                 match what {
                     ConversationAction::New => core.chat.new_conversation(&agent),
+                    ConversationAction::NewInWorktree => {
+                        core.chat.new_in_worktree(&agent, None).await.map(|_| ())
+                    }
                     ConversationAction::Open(id) => core.chat.switch_to(&agent, &id).await,
                     ConversationAction::Delete(id) => core.chat.delete(&agent, &id).await,
                     ConversationAction::Rename(id, title) => core.chat.rename(&agent, &id, &title),
@@ -78,6 +84,8 @@ impl ConversationObject {
 /// What `conversation_action` does.
 pub enum ConversationAction {
     New,
+    /// A new conversation in a worktree of its own (`NewInWorktree`).
+    NewInWorktree,
     Open(String),
     Delete(String),
     Rename(String, String),

@@ -72,6 +72,26 @@ impl ParleyWindow {
                 win.imp().composer.grab_focus();
             });
         });
+        self.plain_action("new-in-worktree", |win| {
+            let Some(agent) = win.selected_object() else {
+                return;
+            };
+            win.run_conversation(&agent, ConversationAction::NewInWorktree, |win| {
+                let name = win.selected_object().map(|a| a.name()).unwrap_or_default();
+                let core = win.core().clone();
+                let weak = win.downgrade();
+                crate::ui::runtime::call(async move { core.chat.worktree(&name).await }, move |r| {
+                    let Some(win) = weak.upgrade() else { return };
+                    if let Ok(status) = r {
+                        win.toast(&gettext_f(
+                            "A new conversation in its own worktree, on branch {branch} from {base}",
+                            &[("branch", &status.branch), ("base", &status.base_name)],
+                        ));
+                    }
+                });
+                win.imp().composer.grab_focus();
+            });
+        });
         self.conversation_action("open-conversation", |win, agent, id| {
             win.run_conversation(&agent, ConversationAction::Open(id), |win| {
                 win.imp().leaflet.navigate(adw::NavigationDirection::Forward);

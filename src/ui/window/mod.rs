@@ -528,6 +528,13 @@ impl ParleyWindow {
     pub(super) fn update_header(&self, agent: &AgentObject) {
         let imp = self.imp();
         let session_title = agent.session().session_title();
+        // A conversation in a worktree: its branch, in sight.
+        let branch = self
+            .core()
+            .chat
+            .worktree_info(&agent.name())
+            .map(|w| format!(" · {}", w.branch))
+            .unwrap_or_default();
         if session_title.is_empty() {
             // Where it runs in the subtitle: it stays in sight when narrow.
             let on_host = agent.on_host();
@@ -537,11 +544,14 @@ impl ParleyWindow {
                 format!("{} · {on_host}", agent.shown_as())
             };
             imp.conversation_title.set_title(&agent.title());
-            imp.conversation_title.set_subtitle(&shown);
+            imp.conversation_title.set_subtitle(&format!("{shown}{branch}"));
         } else {
             imp.conversation_title.set_title(&session_title);
-            imp.conversation_title
-                .set_subtitle(&format!("{} · {}", agent.title_on_host(), agent.shown_as()));
+            imp.conversation_title.set_subtitle(&format!(
+                "{} · {}{branch}",
+                agent.title_on_host(),
+                agent.shown_as()
+            ));
         }
         let (used, size, cost) = (
             agent.session().usage_used(),
