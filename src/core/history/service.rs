@@ -29,7 +29,19 @@ pub struct Recorder {
     pub listed: HashMap<(String, String), String>,
     /// Streamed text not yet sent to the writer (see `record`).
     pending: Option<PendingText>,
+    /// Bytes of each part's streamed text sent to the writer so far, by
+    /// message id and part (see `STREAMED_KEPT`).
+    streamed: HashMap<(String, usize), usize>,
 }
+
+/// How much of one part's streamed text goes to the history while it
+/// streams. A giant answer keeps only its end (`types::long_text`), and
+/// the whole message, as kept, is written when it is done; past this,
+/// its pieces would only be written to be dropped, and SQLite, slower
+/// than an agent streaming as fast as it can, would queue them in memory
+/// (a 256 MiB answer took 770 MB). A crash in the middle of such an answer
+/// keeps its first pieces.
+const STREAMED_KEPT: usize = 2 * crate::core::types::long_text::KEPT;
 
 /// Text deltas to one part, joined here before they go to the writer: a
 /// stream is thousands of deltas, and one channel message per delta costs
@@ -52,6 +64,17 @@ const PENDING_BYTES: usize = 1 << 20;
 impl Recorder {
     /// Sends the joined text, if any.
     fn flush_pending(&mut self) {
+        if let Some(p) = &self.pending {
+            if self.streamed.len() > 1000 {
+                self.streamed.clear();
+            }
+            let sent = self.streamed.entry((p.message_id.clone(), p.index)).or_default();
+            *sent += p.text.len();
+            if *sent > STREAMED_KEPT {
+                self.pending = None;
+                return;
+            }
+        }
         if let (Some(p), Some(h)) = (self.pending.take(), &self.history) {
             h.writer().send(Op::Delta {
                 conversation: p.conversation,
@@ -280,6 +303,10 @@ impl HistoryService {
                     }
                 }
                 Event::MessageUpdated(u) => {
+                    if u.message.done {
+                        let m = &u.message.id;
+                        r.streamed.retain(|(id, _), _| id != m);
+                    }
                     let id = r.ids.get(&u.agent)?;
                     Op::Message {
                         conversation: id.clone(),
