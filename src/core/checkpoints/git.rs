@@ -81,15 +81,21 @@ const SETTINGS: &[&str] = &[
     "color.ui=false",
 ];
 
+/// `git`, without whatever `GIT_*` the user's session has: it would point
+/// elsewhere (`GIT_DIR`, `GIT_INDEX_FILE`, …).
+pub fn bare_command() -> Command {
+    let mut cmd = Command::new("git");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("GIT_") && k != "GIT_EXEC_PATH" {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd
+}
+
 impl Git {
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("git");
-        for (k, _) in std::env::vars_os() {
-            // Whatever GIT_* the user's session has would point elsewhere.
-            if k.to_string_lossy().starts_with("GIT_") && k != "GIT_EXEC_PATH" {
-                cmd.env_remove(&k);
-            }
-        }
+        let mut cmd = bare_command();
         for s in SETTINGS {
             cmd.args(["-c", s]);
         }

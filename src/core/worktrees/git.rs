@@ -30,13 +30,7 @@ impl RepoGit {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new("git");
-        for (k, _) in std::env::vars_os() {
-            // The session's GIT_DIR and the like would point elsewhere.
-            if k.to_string_lossy().starts_with("GIT_") && k != "GIT_EXEC_PATH" {
-                cmd.env_remove(&k);
-            }
-        }
+        let mut cmd = crate::core::checkpoints::git::bare_command();
         for s in SETTINGS {
             cmd.args(["-c", s]);
         }
@@ -44,6 +38,23 @@ impl RepoGit {
             .current_dir(&self.dir)
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("LC_ALL", "C");
+        cmd
+    }
+
+    /// A command that makes a commit (commit, merge): with the user's git
+    /// identity, else Parley's (git refuses to commit without one).
+    pub fn committing(&self, args: &[&str]) -> Command {
+        let mut cmd = self.command(args);
+        if self
+            .text(&["config", "user.email"])
+            .unwrap_or_default()
+            .is_empty()
+        {
+            cmd.env("GIT_AUTHOR_NAME", "Parley")
+                .env("GIT_AUTHOR_EMAIL", "parley@localhost")
+                .env("GIT_COMMITTER_NAME", "Parley")
+                .env("GIT_COMMITTER_EMAIL", "parley@localhost");
+        }
         cmd
     }
 

@@ -447,18 +447,7 @@ fn merge_blocking(wt: &Worktree, message: &str) -> Result<String, WorktreeError>
         } else {
             message
         };
-        let mut cmd = inside.command(&["commit", "--quiet", "--no-verify", "-F", "-"]);
-        // A commit needs an identity: the user's, else Parley's.
-        if inside
-            .text(&["config", "user.email"])
-            .unwrap_or_default()
-            .is_empty()
-        {
-            cmd.env("GIT_AUTHOR_NAME", "Parley")
-                .env("GIT_AUTHOR_EMAIL", "parley@localhost")
-                .env("GIT_COMMITTER_NAME", "Parley")
-                .env("GIT_COMMITTER_EMAIL", "parley@localhost");
-        }
+        let cmd = inside.committing(&["commit", "--quiet", "--no-verify", "-F", "-"]);
         let (code, _, err) = crate::core::checkpoints::git::run_with_timeout(
             cmd,
             &["commit"],
@@ -471,17 +460,7 @@ fn merge_blocking(wt: &Worktree, message: &str) -> Result<String, WorktreeError>
             ));
         }
     }
-    let mut cmd = main.command(&["merge", "--no-edit", "--no-verify", &wt.branch]);
-    if main
-        .text(&["config", "user.email"])
-        .unwrap_or_default()
-        .is_empty()
-    {
-        cmd.env("GIT_AUTHOR_NAME", "Parley")
-            .env("GIT_AUTHOR_EMAIL", "parley@localhost")
-            .env("GIT_COMMITTER_NAME", "Parley")
-            .env("GIT_COMMITTER_EMAIL", "parley@localhost");
-    }
+    let cmd = main.committing(&["merge", "--no-edit", "--no-verify", &wt.branch]);
     let (code, out, err) = crate::core::checkpoints::git::run_with_timeout(
         cmd,
         &["merge"],
