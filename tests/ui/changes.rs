@@ -282,6 +282,47 @@ pub fn a_conversation_in_a_worktree(app: &adw::Application) -> Result<(), String
         texts(f.win.upcast_ref()).iter().any(|t| t.contains(&wt.branch))
     })?;
     save_png(&f.win, "62-new-in-worktree")?;
+    // Changes: the worktree's group, and Apply to Project.
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.show-changes", None).map_err(|e| e.to_string())?;
+    spin_until("the Changes window", Duration::from_secs(5), || {
+        changes_window(app).is_some()
+    })?;
+    let window = changes_window(app).ok_or("no Changes window")?;
+    spin_until("the worktree's group", Duration::from_secs(10), || {
+        let shown = texts(window.upcast_ref());
+        shown.iter().any(|t| t == &format!("Worktree on {}", wt.branch))
+            && shown.iter().any(|t| t == "src/main.rs")
+    })
+    .map_err(|e| format!("{e}: {:?}", texts(window.upcast_ref())))?;
+    let style = adw::StyleManager::default();
+    for (width, dark, name) in [
+        (820, false, "62-worktree-changes"),
+        (360, true, "62-worktree-changes-narrow-dark"),
+    ] {
+        style.set_color_scheme(if dark {
+            adw::ColorScheme::ForceDark
+        } else {
+            adw::ColorScheme::ForceLight
+        });
+        window.set_default_size(width, 680);
+        spin_until(&format!("the width {width}"), Duration::from_secs(5), || {
+            window.width() <= width + 2
+        })?;
+        spin(Duration::from_millis(300));
+        save_png(&window, name)?;
+    }
+    style.set_color_scheme(adw::ColorScheme::Default);
+    let apply = button_named(window.upcast_ref(), "_Apply to Project").ok_or("no Apply to Project")?;
+    apply.emit_clicked();
+    spin_until("the edit applied to the project", Duration::from_secs(10), || {
+        std::fs::read_to_string(p.join("src/main.rs")).ok() == Some(lines(&[4]))
+    })?;
+    spin_until("the toast", Duration::from_secs(5), || {
+        texts(window.upcast_ref())
+            .iter()
+            .any(|t| t == "Applied 1 file to the project")
+    })?;
+    window.close();
     close(f);
     Ok(())
 }

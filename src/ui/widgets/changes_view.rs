@@ -171,11 +171,17 @@ impl View {
             &ngettext("{n} file changed", "{n} files changed", n as u32),
             &[("n", &n.to_string())],
         ));
-        if changes.turns.is_empty() {
+        // A conversation in a worktree: the whole of it first.
+        let worktree = self.core.chat.worktree_info(&self.agent);
+        if changes.turns.is_empty() && worktree.is_none() {
             self.stack.set_visible_child_name("empty");
             return;
         }
         self.stack.set_visible_child_name("changes");
+        if let Some(wt) = worktree {
+            let group = super::worktree_group::group(&self.core, &self.agent, &wt, self.worktree_host());
+            self.body.append(&group);
+        }
         let messages = self
             .core
             .chat
@@ -485,6 +491,32 @@ impl View {
                 }
             },
         );
+    }
+
+    /// What the worktree's group tells this window.
+    fn worktree_host(self: &Rc<Self>) -> Rc<super::worktree_group::Host> {
+        let (toasts, window) = (self.toasts.clone(), self.window.clone());
+        let this = Rc::downgrade(self);
+        Rc::new(super::worktree_group::Host {
+            window: window.upcast(),
+            toast: Rc::new(move |text: &str, action: Option<(String, Box<dyn Fn()>)>| {
+                let toast = adw::Toast::builder()
+                    .title(crate::ui::markdown::escape(text))
+                    .timeout(10)
+                    .build();
+                if let Some((label, then)) = action {
+                    toast.set_button_label(Some(&label));
+                    toast.connect_button_clicked(move |_| then());
+                }
+                toasts.add_toast(toast);
+                crate::ui::a11y::announce(&toasts, text, crate::ui::a11y::Priority::Medium);
+            }),
+            reload: Rc::new(move || {
+                if let Some(this) = this.upgrade() {
+                    this.reload();
+                }
+            }),
+        })
     }
 
     /// A revert's toast, with Undo.

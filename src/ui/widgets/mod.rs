@@ -33,6 +33,7 @@ pub mod terminal;
 pub mod terminal_view;
 pub mod text_block;
 pub mod text_label;
+pub mod worktree_group;
 pub mod wrap_box;
 
 pub use agent_row::AgentRow;
