@@ -499,7 +499,7 @@ impl View {
         let this = Rc::downgrade(self);
         Rc::new(super::worktree_group::Host {
             window: window.upcast(),
-            toast: Rc::new(move |text: &str, action: Option<(String, Box<dyn Fn()>)>| {
+            toast: Rc::new(move |text: &str, action: super::worktree_group::ToastAction| {
                 let toast = adw::Toast::builder()
                     .title(crate::ui::markdown::escape(text))
                     .timeout(10)

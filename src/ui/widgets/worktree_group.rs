@@ -15,11 +15,17 @@ use crate::core::worktrees::{Status, Worktree};
 use crate::i18n::{fill, gettext, gettext_f, ngettext};
 use crate::ui::runtime;
 
+/// A toast's button: its label, and what it does.
+pub type ToastAction = Option<(String, Box<dyn Fn()>)>;
+
+/// Shows a toast (with its button, if any).
+pub type Toast = Rc<dyn Fn(&str, ToastAction)>;
+
 /// What the group tells its window.
 pub struct Host {
     pub window: gtk::Window,
-    /// A toast; with a button (its label and what it does), if any.
-    pub toast: Rc<dyn Fn(&str, Option<(String, Box<dyn Fn()>)>)>,
+    /// A toast; with a button, if any.
+    pub toast: Toast,
     /// The window reads everything again.
     pub reload: Rc<dyn Fn()>,
 }
