@@ -41,6 +41,9 @@ mod remote_bench;
 #[path = "core/rest.rs"]
 mod rest_bench;
 
+#[path = "core/worktrees.rs"]
+mod worktrees_bench;
+
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -707,6 +710,10 @@ fn main() {
     if run("rest") {
         figures::command("cargo bench --bench core -- rest");
         rest_bench::bench();
+    }
+    if run("worktrees") {
+        figures::command("cargo bench --bench core -- worktrees");
+        worktrees_bench::bench();
     }
     if run("start") {
         figures::command("cargo bench --bench core -- start");

@@ -258,9 +258,9 @@ impl ChatService {
         // The snapshot before the turn, begun before the session opened,
         // is taken before the prompt goes out: an agent may write the
         // moment the prompt arrives, and that write is the turn's. On an
-        // unchanged tree it is one `git status` (bench: "prompt waits for
-        // its checkpoint"); a snapshot that takes too long lets the prompt
-        // go (the agent's file writes and commands still wait for it).
+        // unchanged tree it is one `git status` (bench: "checkpoints time
+        // added before the prompt"); a snapshot that takes too long lets
+        // the prompt go (the agent's file writes and commands still wait).
         if let Some(start) = checkpoint {
             if !start.recorded(BEFORE_PROMPT_LIMIT).await {
                 self.inner.supervisor.log(
