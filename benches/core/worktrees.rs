@@ -26,6 +26,7 @@ fn git(dir: &Path, args: &[&str]) {
         .env("GIT_AUTHOR_EMAIL", "b@b")
         .env("GIT_COMMITTER_NAME", "b")
         .env("GIT_COMMITTER_EMAIL", "b@b")
+        .stdout(std::process::Stdio::null())
         .status()
         .expect("git")
         .success();
