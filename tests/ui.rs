@@ -3299,6 +3299,10 @@ fn main() {
             changes::a_conversation_in_a_worktree,
         ),
         (
+            "ui::worktree_always_for_new_conversations",
+            changes::worktree_always_for_new_conversations,
+        ),
+        (
             "ui::changes_by_keyboard_and_screen_reader",
             changes::changes_by_keyboard_and_screen_reader,
         ),

@@ -223,10 +223,8 @@ pub fn changes_beside_the_turn_are_apart(app: &adw::Application) -> Result<(), S
     Ok(())
 }
 
-/// New Conversation in a Worktree (Ctrl+Shift+N): the agent's next turn
-/// writes in the worktree, not in the user's checkout, and the window says
-/// which branch it is on.
-pub fn a_conversation_in_a_worktree(app: &adw::Application) -> Result<(), String> {
+/// A git repository with `src/main.rs` of no lines, committed on `main`.
+fn git_project() -> Result<tempfile::TempDir, String> {
     let project = tempfile::tempdir().map_err(|e| e.to_string())?;
     let p = project.path();
     std::fs::create_dir_all(p.join("src")).map_err(|e| e.to_string())?;
@@ -255,6 +253,38 @@ pub fn a_conversation_in_a_worktree(app: &adw::Application) -> Result<(), String
             return Err(format!("git {args:?}"));
         }
     }
+    Ok(project)
+}
+
+/// `worktree: "always"`: the plain New Conversation (Ctrl+N) makes a
+/// conversation in a worktree of its own.
+pub fn worktree_always_for_new_conversations(app: &adw::Application) -> Result<(), String> {
+    let project = git_project()?;
+    let config = auth_config("", project.path()).replacen(
+        "\"title\": \"Demo Agent\",",
+        "\"title\": \"Demo Agent\", \"worktree\": \"always\",",
+        1,
+    );
+    if !config.contains("\"worktree\": \"always\"") {
+        return Err(format!("the configuration was not changed: {config}"));
+    }
+    let f = open_window(app, &config)?;
+    select_demo(&f)?;
+    gtk::prelude::WidgetExt::activate_action(&f.win, "win.new-conversation", None)
+        .map_err(|e| e.to_string())?;
+    spin_until("the worktree", Duration::from_secs(20), || {
+        !f.core.worktrees.list().is_empty()
+    })?;
+    close(f);
+    Ok(())
+}
+
+/// New Conversation in a Worktree (Ctrl+Shift+N): the agent's next turn
+/// writes in the worktree, not in the user's checkout, and the window says
+/// which branch it is on.
+pub fn a_conversation_in_a_worktree(app: &adw::Application) -> Result<(), String> {
+    let project = git_project()?;
+    let p = project.path();
     let f = open_window(app, &auth_config("", p))?;
     select_demo(&f)?;
     gtk::prelude::WidgetExt::activate_action(&f.win, "win.new-in-worktree", None)

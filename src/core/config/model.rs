@@ -151,6 +151,26 @@ pub struct AgentDef {
     /// Where Add Agent installed it from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry: Option<RegistryRef>,
+    /// Whether its new conversations work in a git worktree of their own.
+    #[serde(skip_serializing_if = "WorktreeMode::is_never")]
+    pub worktree: WorktreeMode,
+}
+
+/// An agent's `worktree`: whether a new conversation gets a worktree of
+/// its own (`always`), the window asks (`ask`), or not (`never`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum WorktreeMode {
+    Always,
+    Ask,
+    #[default]
+    Never,
+}
+
+impl WorktreeMode {
+    pub fn is_never(&self) -> bool {
+        *self == WorktreeMode::Never
+    }
 }
 
 /// An agent's `registry`: the ACP registry entry and version it came from.

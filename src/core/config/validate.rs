@@ -390,6 +390,7 @@ fn known_keys(pointer: &str) -> Option<&'static [&'static str]> {
             "additionalDirectories",
             "defaults",
             "registry",
+            "worktree",
         ]),
         ["mcpServers", i] | ["agents", _, "mcpServers", i] if i.parse::<usize>().is_ok() => {
             Some(&["name", "type", "command", "args", "env", "url", "headers"])

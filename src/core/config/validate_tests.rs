@@ -189,3 +189,21 @@ fn hosts_are_checked_with_their_place() {
     assert!(v.valid() && v.problems.is_empty(), "{:?}", v.problems);
     assert_eq!(v.config.expect("config").agents[0].host, "toolbox://f41");
 }
+
+#[test]
+fn an_agents_worktree_is_always_ask_or_never() {
+    let v = validate("{\"agents\": [{\"name\": \"a\", \"command\": \"sh\", \"worktree\": \"always\"}]}");
+    let config = v.config.expect("valid");
+    assert_eq!(
+        config.agents[0].worktree,
+        crate::core::config::model::WorktreeMode::Always
+    );
+    let (line, column, message, warning) =
+        one("{\"agents\": [\n  {\"name\": \"a\", \"command\": \"sh\", \"worktree\": \"sometimes\"}\n]}");
+    assert_eq!((line, warning), (2, false));
+    assert!(column > 30, "{column}");
+    assert!(
+        message.contains("worktree") && message.contains("must be one of"),
+        "{message}"
+    );
+}

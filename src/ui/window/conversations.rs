@@ -63,14 +63,65 @@ impl ParleyWindow {
         );
     }
 
+    /// `worktree: "ask"`: a new conversation in a worktree of its own, or
+    /// in the agent's folder?
+    fn ask_new_in_worktree(&self, agent: &AgentObject) {
+        let dialog = adw::MessageDialog::builder()
+            .transient_for(self)
+            .modal(true)
+            .heading(gettext("New Conversation in a Worktree?"))
+            .body(gettext(
+                "In a worktree of its own, the agent works apart from your project and from other agents; you apply or merge what it did when you choose.",
+            ))
+            .build();
+        dialog.add_response("cancel", &gettext("_Cancel"));
+        dialog.add_response("here", &gettext("In the _Project"));
+        dialog.add_response("worktree", &gettext("In a _Worktree"));
+        dialog.set_response_appearance("worktree", adw::ResponseAppearance::Suggested);
+        dialog.set_default_response(Some("worktree"));
+        dialog.set_close_response("cancel");
+        let agent = agent.clone();
+        dialog.connect_response(
+            None,
+            glib::clone!(
+                #[weak(rename_to = win)]
+                self,
+                move |_, response| match response {
+                    "worktree" => {
+                        let _ = gtk::prelude::WidgetExt::activate_action(&win, "win.new-in-worktree", None);
+                    }
+                    "here" => win.run_conversation(&agent, ConversationAction::New, |win| {
+                        win.imp().composer.grab_focus();
+                    }),
+                    _ => {}
+                }
+            ),
+        );
+        dialog.present();
+    }
+
     pub(super) fn setup_conversations(&self) {
         self.plain_action("new-conversation", |win| {
             let Some(agent) = win.selected_object() else {
                 return;
             };
-            win.run_conversation(&agent, ConversationAction::New, |win| {
-                win.imp().composer.grab_focus();
-            });
+            // The agent's `worktree`: always in one, ask, or never.
+            use crate::core::config::model::WorktreeMode;
+            let mode = win
+                .core()
+                .agents
+                .configured(&agent.name())
+                .map(|d| d.worktree)
+                .unwrap_or_default();
+            match mode {
+                WorktreeMode::Always => {
+                    let _ = gtk::prelude::WidgetExt::activate_action(win, "win.new-in-worktree", None);
+                }
+                WorktreeMode::Ask => win.ask_new_in_worktree(&agent),
+                WorktreeMode::Never => win.run_conversation(&agent, ConversationAction::New, |win| {
+                    win.imp().composer.grab_focus();
+                }),
+            }
         });
         self.plain_action("new-in-worktree", |win| {
             let Some(agent) = win.selected_object() else {
