@@ -12,8 +12,8 @@
 //! - `revert`: planning and writing a revert, three-way where needed;
 //! - `store`: a conversation's turns and review, as a JSON file;
 //! - `service`: [`CheckpointService`], its state and a turn's snapshots;
-//!   `changes`, `review` and `prune`: its other parts (the Changes;
-//!   reverts, Undo and Keep; what is given up).
+//!   `changes`, `review`, `prune` and `records`: its other parts (the
+//!   Changes; reverts, Undo and Keep; what is given up; records as kept).
 //!
 //! All git work runs on tokio's blocking pool, never on the main loop.
 
@@ -22,6 +22,7 @@ mod changes;
 pub mod diff;
 pub mod git;
 mod prune;
+mod records;
 pub mod revert;
 mod review;
 mod service;

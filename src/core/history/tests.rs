@@ -1,7 +1,7 @@
 //! The store against a real SQLite file in a temporary directory.
 
 use super::*;
-use crate::core::types::message::{PartKind, Role, ToolCall};
+use crate::core::types::message::{Part, PartKind, Role, ToolCall};
 
 const CONFIG: &str = "/home/u/.config/parley/config.json";
 

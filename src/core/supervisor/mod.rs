@@ -21,6 +21,7 @@ mod start_error;
 pub use start_error::StartError;
 mod stop;
 pub mod terminals;
+mod workdir;
 
 pub use auth::AuthState;
 pub use login::LoginTerminal;
@@ -501,28 +502,6 @@ impl AgentService {
             .find(name)
             .filter(|e| !e.removed)
             .map(|e| e.effective())
-    }
-
-    /// The agent's definition as configured (its own `cwd`, whatever
-    /// directory its current conversation works in).
-    pub fn configured(&self, name: &str) -> Option<AgentDef> {
-        lock(&self.shared.table)
-            .find(name)
-            .filter(|e| !e.removed)
-            .map(|e| e.def.clone())
-    }
-
-    /// Sets the directory the agent's current conversation works in
-    /// (`None`: its configured `cwd`). Answers whether it changed: a
-    /// running agent then needs a new process there.
-    pub fn set_workdir(&self, name: &str, dir: Option<PathBuf>) -> bool {
-        let mut t = lock(&self.shared.table);
-        let Some(e) = t.find(name) else { return false };
-        if e.workdir == dir {
-            return false;
-        }
-        e.workdir = dir;
-        true
     }
 
     fn emit_info(&self, info: &AgentInfo) {

@@ -53,8 +53,7 @@ pub enum MessageCode {
     /// The agent did not answer a Cancel in time: the turn was ended on
     /// Parley's side (the agent may still be working).
     TurnAbandoned,
-    /// Another agent works in the same folder at the same time: said in
-    /// the message's text, with what that means for Changes and Undo.
+    /// Another agent works in the same folder at the same time (its text).
     SharedFolder,
 }
 
