@@ -53,6 +53,26 @@ fn button_named(w: &gtk::Widget, label: &str) -> Option<gtk::Button> {
         .find(|b| b.label().as_deref() == Some(label) && b.is_sensitive())
 }
 
+/// Screenshots of `window` at each width, light or dark.
+fn shots(window: &adw::Window, list: &[(i32, bool, &str)]) -> Result<(), String> {
+    let style = adw::StyleManager::default();
+    for &(width, dark, name) in list {
+        style.set_color_scheme(if dark {
+            adw::ColorScheme::ForceDark
+        } else {
+            adw::ColorScheme::ForceLight
+        });
+        window.set_default_size(width, 680);
+        spin_until(&format!("the width {width}"), Duration::from_secs(5), || {
+            window.width() <= width + 2
+        })?;
+        spin(Duration::from_millis(300));
+        save_png(window, name)?;
+    }
+    style.set_color_scheme(adw::ColorScheme::Default);
+    Ok(())
+}
+
 pub fn review_and_undo(app: &adw::Application) -> Result<(), String> {
     let project = tempfile::tempdir().map_err(|e| e.to_string())?;
     let main = project.path().join("src/main.rs");
@@ -99,25 +119,14 @@ pub fn review_and_undo(app: &adw::Application) -> Result<(), String> {
     if !shown.iter().any(|t| t.contains("+LINE 2")) || !shown.iter().any(|t| t.contains("+LINE 26")) {
         return Err(format!("the hunks are not shown: {shown:?}"));
     }
-    let style = adw::StyleManager::default();
-    for (width, dark, name) in [
-        (820, false, "42-changes-light"),
-        (820, true, "42-changes-dark"),
-        (360, false, "42-changes-narrow"),
-    ] {
-        style.set_color_scheme(if dark {
-            adw::ColorScheme::ForceDark
-        } else {
-            adw::ColorScheme::ForceLight
-        });
-        window.set_default_size(width, 680);
-        spin_until(&format!("the width {width}"), Duration::from_secs(5), || {
-            window.width() <= width + 2
-        })?;
-        spin(Duration::from_millis(300));
-        save_png(&window, name)?;
-    }
-    style.set_color_scheme(adw::ColorScheme::Default);
+    shots(
+        &window,
+        &[
+            (820, false, "42-changes-light"),
+            (820, true, "42-changes-dark"),
+            (360, false, "42-changes-narrow"),
+        ],
+    )?;
     window.set_default_size(820, 680);
 
     // Revert the second hunk only.
@@ -191,24 +200,13 @@ pub fn changes_beside_the_turn_are_apart(app: &adw::Application) -> Result<(), S
     {
         return Err(format!("no heading for the files beside the turn: {shown:?}"));
     }
-    let style = adw::StyleManager::default();
-    for (width, dark, name) in [
-        (820, false, "61-changes-beside-the-turn"),
-        (360, true, "61-changes-beside-the-turn-narrow-dark"),
-    ] {
-        style.set_color_scheme(if dark {
-            adw::ColorScheme::ForceDark
-        } else {
-            adw::ColorScheme::ForceLight
-        });
-        window.set_default_size(width, 680);
-        spin_until(&format!("the width {width}"), Duration::from_secs(5), || {
-            window.width() <= width + 2
-        })?;
-        spin(Duration::from_millis(300));
-        save_png(&window, name)?;
-    }
-    style.set_color_scheme(adw::ColorScheme::Default);
+    shots(
+        &window,
+        &[
+            (820, false, "61-changes-beside-the-turn"),
+            (360, true, "61-changes-beside-the-turn-narrow-dark"),
+        ],
+    )?;
     let undo = button_named(window.upcast_ref(), "_Undo Turn").ok_or("no Undo Turn")?;
     undo.emit_clicked();
     spin_until("the turn undone", Duration::from_secs(10), || {
@@ -324,24 +322,13 @@ pub fn a_conversation_in_a_worktree(app: &adw::Application) -> Result<(), String
             && shown.iter().any(|t| t == "src/main.rs")
     })
     .map_err(|e| format!("{e}: {:?}", texts(window.upcast_ref())))?;
-    let style = adw::StyleManager::default();
-    for (width, dark, name) in [
-        (820, false, "62-worktree-changes"),
-        (360, true, "62-worktree-changes-narrow-dark"),
-    ] {
-        style.set_color_scheme(if dark {
-            adw::ColorScheme::ForceDark
-        } else {
-            adw::ColorScheme::ForceLight
-        });
-        window.set_default_size(width, 680);
-        spin_until(&format!("the width {width}"), Duration::from_secs(5), || {
-            window.width() <= width + 2
-        })?;
-        spin(Duration::from_millis(300));
-        save_png(&window, name)?;
-    }
-    style.set_color_scheme(adw::ColorScheme::Default);
+    shots(
+        &window,
+        &[
+            (820, false, "62-worktree-changes"),
+            (360, true, "62-worktree-changes-narrow-dark"),
+        ],
+    )?;
     let apply = button_named(window.upcast_ref(), "_Apply to Project").ok_or("no Apply to Project")?;
     apply.emit_clicked();
     spin_until("the edit applied to the project", Duration::from_secs(10), || {
