@@ -96,7 +96,7 @@ async fn undo_of_one_agents_turn_leaves_the_other_agents_and_the_users_files() {
     let turn = h
         .core
         .chat
-        .send("a", "disk-edit write:a.txt=A\\n sleep:2000 write:a2.txt=A2\\n")
+        .send("a", "disk-edit write:a.txt=A\\n sleep:4000 write:a2.txt=A2\\n")
         .expect("send");
     // A's first edit is announced: its turn runs. Now B edits in the same
     // folder, and the user types in an editor.
