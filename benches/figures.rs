@@ -106,3 +106,20 @@ impl Figures {
         }
     }
 }
+
+/// Voluntary context switches so far of all the threads of a process
+/// (`"self"` or a pid): the times it slept and was woken.
+pub fn wakeups(process: &str) -> u64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{process}/task")) else {
+        return 0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
+        .filter_map(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+        })
+        .sum()
+}

@@ -17,18 +17,7 @@ use super::{demo, figures};
 
 /// Voluntary context switches of all of `pid`'s threads so far.
 fn wakeups(pid: u32) -> u64 {
-    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return 0;
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .filter_map(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-                .and_then(|n| n.trim().parse::<u64>().ok())
-        })
-        .sum()
+    figures::wakeups(&pid.to_string())
 }
 
 /// `VmHWM` (peak resident memory) of `pid`, in KiB.

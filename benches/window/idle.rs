@@ -35,18 +35,7 @@ struct Rest {
 /// Voluntary context switches of all the process's threads (the core's
 /// runtime and the history's writer too): the process's wake-ups.
 fn process_wakeups() -> u64 {
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return 0;
-    };
-    tasks
-        .flatten()
-        .filter_map(|t| std::fs::read_to_string(t.path().join("status")).ok())
-        .filter_map(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
-                .and_then(|n| n.trim().parse::<u64>().ok())
-        })
-        .sum()
+    figures::wakeups("self")
 }
 
 /// The main thread's voluntary context switches so far: each is a time it

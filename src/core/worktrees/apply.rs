@@ -17,6 +17,9 @@ use super::model::{Worktree, WorktreeError};
 use crate::core::acp::fs::FsScope;
 use crate::i18n::gettext;
 
+/// The largest file of the user's checkout that an apply reads.
+const MAX_APPLIED_BYTES: u64 = 64 << 20;
+
 /// What one file of the checkout gets.
 #[derive(Debug, Clone)]
 pub struct FileWrite {
@@ -113,7 +116,10 @@ fn current(full: &Path) -> Result<Option<Vec<u8>>, String> {
         }
         Err(e) => Err(e.to_string()),
         Ok(m) if m.file_type().is_symlink() => Err(gettext("it is a link in your checkout")),
-        Ok(m) if !m.is_file() => Err(gettext("it is a folder in your checkout")),
+        Ok(m) if m.is_dir() => Err(gettext("it is a folder in your checkout")),
+        Ok(m) if !m.is_file() => Err(gettext("it is not a regular file in your checkout")),
+        // Read whole to compare and merge: within reason.
+        Ok(m) if m.len() > MAX_APPLIED_BYTES => Err(gettext("it is larger than 64 MiB in your checkout")),
         Ok(_) => std::fs::read(full).map(Some).map_err(|e| e.to_string()),
     }
 }

@@ -263,6 +263,12 @@ impl WorktreeService {
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| WorktreeError::Io(e.to_string()))?;
         }
+        // Where `$HOME` is itself a repository (dotfiles), the worktrees
+        // would show in its `git status`: the folder ignores itself.
+        let ignore = dir.join(".gitignore");
+        if !ignore.exists() {
+            let _ = std::fs::write(&ignore, "*\n");
+        }
         let path_text = path.display().to_string();
         let made = git.run(
             &["worktree", "add", "--quiet", "-b", &branch, &path_text, &commit],

@@ -83,6 +83,8 @@ fn a_worktree_is_made_listed_applied_undone_and_discarded() {
     assert!(!Path::new(&wt.path).join("staged.txt").exists());
     assert_eq!(git(r, &["diff", "--cached", "--name-only"]), "staged.txt");
     assert_eq!(k.list(), vec![wt.clone()]);
+    // A dotfiles repository at $HOME does not see the worktrees.
+    assert_eq!(read(&data.path().join("worktrees/.gitignore")), "*\n");
     // The agent works: a commit, a staged, an unstaged and an untracked
     // change, and an ignored file that does not travel.
     let w = Path::new(&wt.path);
