@@ -86,6 +86,9 @@ impl ChatService {
         };
         let mut next_id = || self.next_id("m");
         c.put_tool(agent, call.clone(), false, &mut next_id, &mut |e| self.emit(e));
+        // The call as asked about names what it changes too (codex-acp
+        // shows its patch's diff here).
+        self.note_tool(agent, &call);
         let message_id = c
             .current
             .and_then(|i| c.messages.get(i))
