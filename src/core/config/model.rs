@@ -148,6 +148,10 @@ pub struct AgentDef {
     pub additional_directories: Vec<String>,
     /// Session option values (by option id or category) for new sessions.
     pub defaults: BTreeMap<String, Value>,
+    /// The mode every new session starts in (`defaults.mode`, said plainly;
+    /// it wins over `defaults.mode`).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub start_mode: String,
     /// Where Add Agent installed it from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registry: Option<RegistryRef>,
@@ -184,6 +188,22 @@ pub struct RegistryRef {
 }
 
 impl AgentDef {
+    /// The option values a new session is given, in order: `startMode`
+    /// first (as the `mode` category), then `defaults` (without a `mode`
+    /// that `startMode` replaces).
+    pub fn session_defaults(&self) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        if !self.start_mode.is_empty() {
+            out.push(("mode".to_owned(), Value::String(self.start_mode.clone())));
+        }
+        for (k, v) in &self.defaults {
+            if !(k == "mode" && !self.start_mode.is_empty()) {
+                out.push((k.clone(), v.clone()));
+            }
+        }
+        out
+    }
+
     pub fn title_or_name(&self) -> &str {
         if self.title.is_empty() {
             &self.name

@@ -223,18 +223,27 @@ pub fn validate_knowing(text: &str, offered: DefaultsCheck<'_>) -> Validated {
     // Warnings: defaults the agent did not offer at its last session.
     if let Some(agents) = value.get("agents").and_then(Value::as_array) {
         for (i, agent) in agents.iter().enumerate() {
-            let (Some(name), Some(defaults)) = (
-                agent.get("name").and_then(Value::as_str),
-                agent.get("defaults").and_then(Value::as_object),
-            ) else {
+            let Some(name) = agent.get("name").and_then(Value::as_str) else {
                 continue;
             };
-            for (key, v) in defaults {
+            let mut asked: Vec<(String, &str, &Value)> = Vec::new();
+            if let Some(mode) = agent.get("startMode").filter(|v| v.is_string()) {
+                asked.push((format!("/agents/{i}/startMode"), "mode", mode));
+            }
+            for (key, v) in agent
+                .get("defaults")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+            {
+                let ptr = format!(
+                    "/agents/{i}/defaults/{}",
+                    key.replace('~', "~0").replace('/', "~1")
+                );
+                asked.push((ptr, key, v));
+            }
+            for (ptr, key, v) in asked {
                 if let Some(Err(offers)) = offered(name, key, v) {
-                    let ptr = format!(
-                        "/agents/{i}/defaults/{}",
-                        key.replace('~', "~0").replace('/', "~1")
-                    );
                     let shown = v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string());
                     push(
                         &ptr,
@@ -389,6 +398,7 @@ fn known_keys(pointer: &str) -> Option<&'static [&'static str]> {
             "mcpServers",
             "additionalDirectories",
             "defaults",
+            "startMode",
             "registry",
             "worktree",
         ]),
