@@ -194,9 +194,9 @@ pub async fn load(config: &str, agent: &str) -> Result<Vec<(String, Secret)>, Ke
         let Ok(attrs) = item.attributes().await else {
             continue;
         };
-        let Some(name) = attrs
-            .get("variable")
-            .filter(|n| crate::core::types::auth::is_env_name(n))
+        let Some(name) = attrs.get("variable").filter(|n| {
+            crate::core::types::auth::is_env_name(n) || *n == crate::core::types::gateway::GATEWAY_ITEM
+        })
         else {
             continue;
         };

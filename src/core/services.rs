@@ -381,6 +381,16 @@ impl Core {
             "ConfigService.Choose" => Err(gettext("no file chooser without a display")),
             "AuthService.Status" => to(serde_json::to_value(self.auth.status(&s(0)?)?)),
             "AuthService.Methods" => to(serde_json::to_value(self.auth.methods(&s(0)?).await?)),
+            "AuthService.SignIn" if params.get(2).is_some_and(|v| v.get("baseUrl").is_some()) => {
+                let method = s(1)?;
+                let gateway = crate::core::types::gateway::Gateway::from_args(&method, &params[2])
+                    .map_err(|why| crate::core::auth::AuthError::BadGateway(why).to_string())?;
+                Ok(self
+                    .auth
+                    .sign_in_gateway(&s(0)?, &method, gateway)
+                    .await
+                    .map(|_| Value::Null)?)
+            }
             "AuthService.SignIn" => {
                 let values = secret_values(params.get(2))?;
                 Ok(self

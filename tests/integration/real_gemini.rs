@@ -263,3 +263,87 @@ async fn gemini_signs_in_with_its_api_key_method_and_answers() {
     key_not_in(h.dir.path());
     let _ = h.core.auth.forget_keys("gemini").await;
 }
+
+/// gemini's "AI API Gateway" method: refused without its gateway (gemini
+/// would save a sign-in that goes nowhere), then signed in with a base URL
+/// and a key header through `AuthService.SignIn`'s gateway form. The model
+/// is reached only through the gateway (no `GOOGLE_GEMINI_BASE_URL`), the
+/// key is in the keyring and no file (gemini's own settings name the method
+/// only), and after a restart Parley sends the gateway again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_signs_in_through_a_gateway_that_sticks_across_a_restart() {
+    use parley::core::auth::{AuthError, AuthKind};
+    use parley::core::types::gateway::Gateway;
+    let p = Project::new();
+    let api = ModelApi::start(vec![Reply::text("Through the gateway.")]);
+    let Some(bin) = installed("gemini", "gemini") else {
+        return;
+    };
+    let env = [
+        ("GEMINI_CLI_NO_RELAUNCH", "true".to_owned()),
+        ("NO_BROWSER", "1".to_owned()),
+    ];
+    let agent = entry("gemini", &bin, &["--acp"], &p, &env);
+    settings(&p);
+    let settings_file = p.home.path().join(".gemini/settings.json");
+    if !crate::auth::keyring_or_skip("gemini_gateway").await {
+        return;
+    }
+    let mut h = parley(&[agent], json!({}));
+    h.core.chat.send("gemini", "hello").expect("send");
+    h.wait_for("gemini needs sign-in", Duration::from_secs(60), |e| {
+        matches!(e, Event::AuthChanged(s) if s.agent == "gemini" && s.needs_sign_in)
+    })
+    .await;
+    let status = h.core.auth.status("gemini").expect("status");
+    let gateway = status.methods.iter().find(|m| m.id == "gateway").expect("gemini's gateway method");
+    assert_eq!(gateway.kind, AuthKind::Gateway { protocol: "google".into() });
+    // No bare button: without its gateway the method is refused here, and
+    // nothing reaches gemini (its settings still name the key method).
+    let bare = h.core.auth.sign_in("gemini", "gateway", Vec::new()).await;
+    assert_eq!(bare, Err(AuthError::GatewayMissing("gateway".into())));
+    let before = std::fs::read_to_string(&settings_file).unwrap_or_default();
+    assert!(!before.contains("\"gateway\""), "{before}");
+    let bad = Gateway::from_args("gateway", &json!({"baseUrl": "not a url"}));
+    assert!(bad.is_err());
+
+    let g = Gateway::from_args(
+        "gateway",
+        &json!({"baseUrl": api.url(), "headers": {"x-gateway-key": KEY}}),
+    )
+    .expect("gateway");
+    h.core.auth.sign_in_gateway("gemini", "gateway", g).await.expect("signed in");
+    h.answered("gemini").await;
+    assert!(h.answer("gemini").text().contains("Through the gateway."), "{:#?}", h.answer("gemini"));
+    // (gemini sends its own empty `x-goog-api-key` over a header of that
+    // name: a gateway's key goes in a header of the gateway's own.)
+    let sent: Vec<_> = api.main_requests().iter().map(|r| r.headers.clone()).collect();
+    assert!(
+        api.main_requests().iter().any(|r| r.header("x-gateway-key") == Some(KEY)),
+        "{sent:?}"
+    );
+    let saved = std::fs::read_to_string(&settings_file).unwrap_or_default();
+    assert!(saved.contains("\"gateway\""), "gemini saved its method: {saved}");
+    assert!(!saved.contains(KEY), "the key is in gemini's settings");
+    let status = h.core.auth.status("gemini").expect("status");
+    assert!(status.gateway_saved && !status.needs_sign_in, "{status:?}");
+    assert!(!status.saved_keys.iter().any(|k| k.contains("gateway")), "{status:?}");
+    key_not_in(h.dir.path());
+    assert!(!h.log_of("gemini").contains(KEY), "the key is in the agent's log");
+
+    // After a restart gemini knows only "gateway": Parley sends where to.
+    let before = api.main_requests().len();
+    h.core.agents.restart("gemini").await.expect("restart");
+    api.set_script(vec![Reply::text("Still through the gateway.")]);
+    h.core.chat.send("gemini", "again").expect("send");
+    h.answered("gemini").await;
+    assert!(
+        h.answer("gemini").text().contains("Still through the gateway."),
+        "{:#?}\n{}",
+        h.answer("gemini"),
+        h.log_of("gemini")
+    );
+    assert!(api.main_requests()[before..].iter().any(|r| r.header("x-gateway-key") == Some(KEY)));
+    let _ = h.core.auth.forget_keys("gemini").await;
+    assert!(!h.core.auth.status("gemini").expect("status").gateway_saved);
+}

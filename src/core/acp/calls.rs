@@ -74,6 +74,13 @@ pub struct Initialized {
 pub async fn initialize(conn: &Connection) -> Result<Initialized, CallError> {
     let mut auth = acp::AuthCapabilities::new();
     auth.terminal = true;
+    // Gateway methods (a base URL and headers the user names) are offered
+    // by claude-agent-acp and codex-acp only to a client that says it can
+    // ask for them (`auth::gateway`).
+    auth.meta = Some(serde_json::Map::from_iter([(
+        "gateway".to_owned(),
+        Value::Bool(true),
+    )]));
     let request = acp::InitializeRequest::new(ProtocolVersion::V1)
         .client_capabilities(
             acp::ClientCapabilities::new()

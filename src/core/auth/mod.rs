@@ -39,6 +39,10 @@ pub enum AuthError {
     NoLogout,
     /// A sign-in for this agent is already under way.
     Busy,
+    /// A gateway method was chosen without its base URL and headers.
+    GatewayMissing(String),
+    /// The gateway's address or headers cannot be used (why).
+    BadGateway(String),
 }
 
 impl AuthError {
@@ -65,6 +69,11 @@ impl AuthError {
             AuthError::Cancelled => gettext("the sign-in was cancelled"),
             AuthError::NoLogout => gettext("the agent does not offer signing out"),
             AuthError::Busy => gettext("a sign-in to this agent is already under way"),
+            AuthError::GatewayMissing(id) => gettext_f(
+                "the sign-in method {id} needs a gateway: its base URL, and the headers its requests carry",
+                &[("id", id)],
+            ),
+            AuthError::BadGateway(why) => gettext_f("the gateway cannot be used: {why}", &[("why", why)]),
         }
     }
 }

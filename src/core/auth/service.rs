@@ -15,6 +15,7 @@ use crate::core::chat::ChatService;
 use crate::core::secrets::{self, Secret};
 use crate::core::supervisor::{AgentService, LoginTerminal};
 use crate::core::types::auth::{AuthKind, AuthMethod, AuthStatus};
+use crate::core::types::gateway::{Gateway, GATEWAY_ITEM};
 use crate::core::types::AgentState;
 use crate::i18n::gettext_f;
 
@@ -86,9 +87,36 @@ impl AuthService {
         method_id: &str,
         values: Vec<(String, Secret)>,
     ) -> Result<(), AuthError> {
+        self.sign_in_with(agent, method_id, values, None).await
+    }
+
+    /// `AuthService.SignIn(agent, method, {"baseUrl": URL, "headers":
+    /// {NAME: VALUE}})`: signs in with a gateway method. The gateway is
+    /// sent in `authenticate`'s `_meta.gateway` and, once the agent took
+    /// it, kept in the keyring and sent again at every start.
+    pub async fn sign_in_gateway(&self, agent: &str, method_id: &str, gateway: Gateway) -> Result<(), AuthError> {
+        self.sign_in_with(agent, method_id, Vec::new(), Some(gateway)).await
+    }
+
+    async fn sign_in_with(
+        &self,
+        agent: &str,
+        method_id: &str,
+        values: Vec<(String, Secret)>,
+        gateway: Option<Gateway>,
+    ) -> Result<(), AuthError> {
         let method = self.method(agent, method_id).await?;
         if matches!(method.kind, AuthKind::Terminal { .. }) {
             return Err(AuthError::NeedsTerminal(method.id));
+        }
+        // A gateway method is never signed in to without its gateway (gemini
+        // would save a sign-in that goes nowhere), nor a gateway given to
+        // another method.
+        match (&method.kind, &gateway) {
+            (AuthKind::Gateway { .. }, None) => return Err(AuthError::GatewayMissing(method.id)),
+            (AuthKind::Gateway { .. }, Some(g)) => g.check().map_err(AuthError::BadGateway)?,
+            (_, Some(_)) => return Err(AuthError::UnknownMethod(method.id)),
+            _ => {}
         }
         for (name, value) in &values {
             if value.expose().is_empty() || !method.keys().iter().any(|k| &k.name == name) {
@@ -106,7 +134,7 @@ impl AuthService {
             rx
         };
         self.agents.set_signing_in(agent, Some(method.id.clone()));
-        let result = self.run_sign_in(agent, &method, &values, cancel).await;
+        let result = self.run_sign_in(agent, &method, &values, gateway.as_ref(), cancel).await;
         if result == Err(AuthError::Cancelled) {
             // A login the agent began (a browser flow) ends with it; the
             // next message starts it again. Stopped here, after the
@@ -123,6 +151,7 @@ impl AuthService {
         agent: &str,
         method: &AuthMethod,
         values: &[(String, Secret)],
+        gateway: Option<&Gateway>,
         mut cancel: tokio::sync::oneshot::Receiver<()>,
     ) -> Result<(), AuthError> {
         let scope = self.agents.scope();
@@ -163,13 +192,14 @@ impl AuthService {
             )));
         };
         // gemini-cli also takes the key itself in `_meta["api-key"]`.
-        let meta =
-            match (&method.kind, method.keys(), values) {
-                (AuthKind::Agent { .. }, [key], [(name, value)]) if &key.name == name => Some(
-                    Map::from_iter([("api-key".to_owned(), Value::String(value.expose().to_owned()))]),
-                ),
-                _ => None,
-            };
+        let meta = match (&method.kind, method.keys(), values) {
+            (AuthKind::Gateway { .. }, _, _) => gateway.map(Gateway::meta),
+            (AuthKind::Agent { .. }, [key], [(name, value)]) if &key.name == name => Some(Map::from_iter([(
+                "api-key".to_owned(),
+                Value::String(value.expose().to_owned()),
+            )])),
+            _ => None,
+        };
         // An `env_var` method is also passed to `authenticate` (codex-acp
         // wants it, once the variable is set); an agent that does not know
         // the call needs nothing more.
@@ -180,13 +210,22 @@ impl AuthService {
                 std::future::pending::<()>().await;
             }
         };
-        tokio::select! {
+        let result = tokio::select! {
             r = calls::authenticate(&conn, &method.id, meta) => match r {
                 Err(calls::CallError::Rpc(RpcError::Remote { code: METHOD_NOT_FOUND, .. })) if env_var => Ok(()),
                 r => r.map_err(|e| AuthError::Failed(e.to_string())),
             },
             _ = cancelled => Err(AuthError::Cancelled),
+        };
+        // Kept only once the agent took it: a gateway it refused is not
+        // sent again at the next start.
+        if let (Ok(()), Some(g)) = (&result, gateway) {
+            secrets::save(&scope, agent, &[(GATEWAY_ITEM.to_owned(), Secret::new(g.to_saved()))])
+                .await
+                .map_err(|e| AuthError::Keyring(e.to_string()))?;
+            self.agents.keys_changed(agent);
         }
+        result
     }
 
     /// The end of every sign-in: on success the waiting messages go.

@@ -5,7 +5,8 @@
 
 use super::*;
 use crate::core::secrets;
-use crate::core::types::auth::{AuthMethod, AuthStatus};
+use crate::core::types::auth::{AccountStatus, AuthMethod, AuthStatus};
+use crate::core::types::gateway::GATEWAY_ITEM;
 
 #[derive(Debug, Clone, Default)]
 pub struct AuthState {
@@ -16,6 +17,11 @@ pub struct AuthState {
     pub needs_sign_in: Option<String>,
     /// The method being signed in with.
     pub signing_in: Option<String>,
+    /// The agent's own last word on who is signed in.
+    pub account: Option<AccountStatus>,
+    /// `needs_sign_in` was set by the agent's "not logged in" (and so is
+    /// cleared by its next word that someone is).
+    pub needs_from_account: bool,
 }
 
 impl AgentService {
@@ -33,6 +39,7 @@ impl AgentService {
     }
 
     fn status_of(&self, e: &Entry) -> AuthStatus {
+        let saved = secrets::saved_names(&self.scope(), &e.def.name);
         AuthStatus {
             agent: e.def.name.clone(),
             needs_sign_in: e.auth.needs_sign_in.is_some(),
@@ -40,7 +47,9 @@ impl AgentService {
             methods: e.auth.methods.clone(),
             can_logout: e.auth.can_logout,
             signing_in: e.auth.signing_in.clone(),
-            saved_keys: secrets::saved_names(&self.scope(), &e.def.name),
+            saved_keys: saved.iter().filter(|n| *n != GATEWAY_ITEM).cloned().collect(),
+            gateway_saved: saved.iter().any(|n| n == GATEWAY_ITEM),
+            account: e.auth.account.clone(),
         }
     }
 
@@ -76,7 +85,10 @@ impl AgentService {
     /// The agent asked to be signed in to (`Some(its message)`), or a
     /// sign-in succeeded (`None`).
     pub fn set_needs_sign_in(&self, name: &str, message: Option<String>) {
-        self.change_auth(name, |a| a.needs_sign_in = message);
+        self.change_auth(name, |a| {
+            a.needs_sign_in = message;
+            a.needs_from_account = false;
+        });
     }
 
     /// `auth/status` (unstable in ACP), where the agent offers it: an agent
@@ -107,6 +119,25 @@ impl AgentService {
             Some("authenticated" | "not_required") if needs => self.set_needs_sign_in(name, None),
             _ => {}
         }
+    }
+
+    /// `_auth/status_update` (claude-agent-acp, codex-acp): the agent's own
+    /// word on who is signed in, kept for the details and the sign-in page.
+    /// "Not logged in" marks the agent as needing a sign-in from its start,
+    /// before a message is written and fails; its later word that someone
+    /// is clears that mark (and only that one).
+    pub(super) fn take_account(&self, name: &str, account: AccountStatus) {
+        let needs = self.needs_sign_in(name);
+        self.change_auth(name, |a| {
+            if account.signed_out() && !needs {
+                a.needs_sign_in = Some(String::new());
+                a.needs_from_account = true;
+            } else if !account.signed_out() && needs && a.needs_from_account {
+                a.needs_sign_in = None;
+                a.needs_from_account = false;
+            }
+            a.account = Some(account);
+        });
     }
 
     /// A sign-in with this method started (`Some`) or ended (`None`).

@@ -179,6 +179,15 @@ impl Handler for AgentHandler {
     fn notification(&self, method: &str, params: &RawValue) {
         // The sign-in mark is the supervisor's; the chat then sends the
         // messages that waited for a sign-in (below).
+        if method == "_auth/status_update" {
+            let v: serde_json::Value = serde_json::from_str(params.get()).unwrap_or_default();
+            if let (Some(s), Some(account)) = (
+                self.supervisor(),
+                crate::core::types::auth::AccountStatus::parse(&v),
+            ) {
+                s.take_account(&self.agent, account);
+            }
+        }
         if method == "auth/status_update" {
             if let Some(s) = self.supervisor() {
                 let v: serde_json::Value = serde_json::from_str(params.get()).unwrap_or_default();

@@ -7,6 +7,7 @@
 //! it and re-checks the table by generation when it is done.
 
 mod auth;
+mod gateway;
 pub mod guardian;
 mod handler;
 mod hosts;

@@ -341,6 +341,7 @@ impl AgentService {
         let timeout = self.shared.timings.handshake_timeout;
         let reason = match tokio::time::timeout(timeout, calls::initialize(&conn)).await {
             Ok(Ok(answer)) => {
+                self.send_saved_gateway(&name, &conn, &answer.auth_methods).await;
                 running.auth_methods = answer.auth_methods;
                 running.can_logout = answer.can_logout;
                 running.capabilities = answer.response.agent_capabilities;
@@ -398,7 +399,11 @@ impl AgentService {
         let mut env = def.env.clone();
         match crate::core::secrets::load(&self.scope(), &def.name).await {
             Ok(values) => {
-                for (name, value) in values {
+                // A saved gateway is no variable: it goes in `authenticate`.
+                let vars = values
+                    .into_iter()
+                    .filter(|(n, _)| crate::core::types::auth::is_env_name(n));
+                for (name, value) in vars {
                     env.insert(name, value.expose().to_owned());
                 }
             }

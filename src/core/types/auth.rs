@@ -40,6 +40,12 @@ pub enum AuthKind {
     },
     /// Values the user enters, passed in the agent's environment.
     EnvVar { vars: Vec<KeyVar> },
+    /// A model gateway the user names (`_meta.gateway`, with the
+    /// `protocol` it speaks: `anthropic`, `bedrock`, `openai`, `google`):
+    /// `authenticate` with `_meta.gateway = {baseUrl, headers}`, which
+    /// Parley keeps in the keyring and sends again at every start (the
+    /// agents keep it in memory only).
+    Gateway { protocol: String },
     /// The agent's command run in a terminal with `args` and `env` added;
     /// `command` replaces the agent's own (the legacy `terminal-auth` form).
     Terminal {
@@ -70,7 +76,7 @@ impl AuthMethod {
         match &self.kind {
             AuthKind::Agent { keys } => keys,
             AuthKind::EnvVar { vars } => vars,
-            AuthKind::Terminal { .. } => &[],
+            AuthKind::Terminal { .. } | AuthKind::Gateway { .. } => &[],
         }
     }
 }
@@ -181,6 +187,10 @@ fn method(v: &Value) -> Option<AuthMethod> {
                 args: strings(t.get("args")),
                 env: env_map(t.get("env")),
             },
+            // A gateway method needs its form: never a bare button.
+            _ if meta.get("gateway").is_some_and(Value::is_object) => AuthKind::Gateway {
+                protocol: text(meta.pointer("/gateway/protocol")).unwrap_or_default(),
+            },
             _ => AuthKind::Agent {
                 keys: provider_key(&meta).into_iter().collect(),
             },
@@ -234,6 +244,63 @@ pub struct AuthStatus {
     pub signing_in: Option<String>,
     /// The names (never the values) of the keys saved for the agent.
     pub saved_keys: Vec<String>,
+    /// A gateway is saved for the agent (sent at every start).
+    pub gateway_saved: bool,
+    /// The agent's own word on who is signed in (`_auth/status_update`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub account: Option<AccountStatus>,
+}
+
+/// What an agent says of its sign-in in `_auth/status_update`
+/// (`{authStatus: {kind, label, detail?, account?: {email?, organization?,
+/// plan?}}}`; claude-agent-acp and codex-acp push it).
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct AccountStatus {
+    /// `none`, `account`, `api_key`, `gateway` or `external` (another is
+    /// kept as it came, cut).
+    pub kind: String,
+    /// The agent's label, e.g. "Claude Max", "Not logged in".
+    pub label: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub organization: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<String>,
+}
+
+impl AccountStatus {
+    /// Read from the notification's params; `None` when it holds no status.
+    pub fn parse(params: &Value) -> Option<AccountStatus> {
+        let s = params.get("authStatus")?;
+        let kind: String = text(s.get("kind"))?.chars().take(32).collect();
+        let account = s.get("account");
+        Some(AccountStatus {
+            label: text(s.get("label")).unwrap_or_else(|| kind.clone()),
+            kind,
+            detail: text(s.get("detail")),
+            email: text(account.and_then(|a| a.get("email"))),
+            organization: text(account.and_then(|a| a.get("organization"))),
+            plan: text(account.and_then(|a| a.get("plan"))),
+        })
+    }
+
+    /// The agent says nobody is signed in.
+    pub fn signed_out(&self) -> bool {
+        self.kind == "none"
+    }
+
+    /// One line for the details and the sign-in page: the label, then the
+    /// account's e-mail or the detail.
+    pub fn summary(&self) -> String {
+        match self.email.as_deref().or(self.detail.as_deref()) {
+            Some(more) => format!("{} ({more})", self.label),
+            None => self.label.clone(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -275,6 +342,35 @@ mod tests {
         let wire = serde_json::to_value(&codex[1]).expect("json");
         assert_eq!(wire["type"], "env_var");
         assert_eq!(wire["vars"][0]["name"], "CODEX_API_KEY");
+    }
+
+    #[test]
+    fn gateway_methods_and_auth_status_are_read() {
+        // claude-agent-acp 0.101 and gemini-cli 0.61, as they sent them.
+        let methods = parse(Some(&json!([
+            {"id": "gateway", "name": "Custom model gateway", "_meta": {"gateway": {"protocol": "anthropic"}}},
+            {"id": "gateway", "name": "AI API Gateway", "_meta": {"gateway": {"protocol": "google", "restartRequired": "false"}}},
+            {"id": "g2", "name": "Odd", "_meta": {"gateway": true}},
+        ])));
+        assert_eq!(methods.len(), 2, "{methods:?}");
+        assert_eq!(methods[0].kind, AuthKind::Gateway { protocol: "anthropic".into() });
+        assert!(methods[0].keys().is_empty());
+        assert_eq!(methods[1].kind, AuthKind::Agent { keys: vec![] }, "not an object: no form");
+        let wire = serde_json::to_value(&methods[0]).expect("json");
+        assert_eq!(wire["type"], "gateway");
+        assert_eq!(wire["protocol"], "anthropic");
+
+        let max = AccountStatus::parse(&json!({"authStatus": {"kind": "account", "label": "Claude Max",
+            "account": {"plan": "max", "email": "a@b.c"}}}))
+        .expect("status");
+        assert_eq!(max.summary(), "Claude Max (a@b.c)");
+        assert_eq!(max.plan.as_deref(), Some("max"));
+        assert!(!max.signed_out());
+        let none = AccountStatus::parse(&json!({"authStatus": {"kind": "none", "label": "Not logged in"}}))
+            .expect("status");
+        assert!(none.signed_out());
+        assert_eq!(AccountStatus::parse(&json!({"authStatus": {"label": "no kind"}})), None);
+        assert_eq!(AccountStatus::parse(&json!({})), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! - [`notice`]: a session notice and a context compaction, as parts.
 //! - [`options`]: an agent's session options (model, mode, effort …).
 //! - [`auth`]: the sign-in methods an agent offers, and its sign-in status.
+//! - [`gateway`]: a model gateway the user names for a `gateway` sign-in.
 //! - [`draft`]: a conversation's draft and where it was scrolled.
 //! - [`agent_state`]: the spec's agent states.
 //! - [`problem`]: a problem found in the configuration.
@@ -13,6 +14,7 @@
 pub mod agent_state;
 pub mod auth;
 pub mod draft;
+pub mod gateway;
 pub mod long_text;
 pub mod message;
 pub mod notice;
