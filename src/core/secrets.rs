@@ -196,8 +196,7 @@ pub async fn load(config: &str, agent: &str) -> Result<Vec<(String, Secret)>, Ke
         };
         let Some(name) = attrs.get("variable").filter(|n| {
             crate::core::types::auth::is_env_name(n) || *n == crate::core::types::gateway::GATEWAY_ITEM
-        })
-        else {
+        }) else {
             continue;
         };
         let Ok(secret) = item.secret().await else { continue };

@@ -25,6 +25,7 @@ mod real_agents;
 mod real_claude;
 mod real_codex;
 mod real_gemini;
+mod real_sign_in;
 mod registry;
 mod remote;
 mod sshd;

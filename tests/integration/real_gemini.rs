@@ -291,13 +291,24 @@ async fn gemini_signs_in_through_a_gateway_that_sticks_across_a_restart() {
     }
     let mut h = parley(&[agent], json!({}));
     h.core.chat.send("gemini", "hello").expect("send");
-    h.wait_for("gemini needs sign-in", Duration::from_secs(60), |e| {
-        matches!(e, Event::AuthChanged(s) if s.agent == "gemini" && s.needs_sign_in)
-    })
+    h.wait_for(
+        "gemini needs sign-in",
+        Duration::from_secs(60),
+        |e| matches!(e, Event::AuthChanged(s) if s.agent == "gemini" && s.needs_sign_in),
+    )
     .await;
     let status = h.core.auth.status("gemini").expect("status");
-    let gateway = status.methods.iter().find(|m| m.id == "gateway").expect("gemini's gateway method");
-    assert_eq!(gateway.kind, AuthKind::Gateway { protocol: "google".into() });
+    let gateway = status
+        .methods
+        .iter()
+        .find(|m| m.id == "gateway")
+        .expect("gemini's gateway method");
+    assert_eq!(
+        gateway.kind,
+        AuthKind::Gateway {
+            protocol: "google".into()
+        }
+    );
     // No bare button: without its gateway the method is refused here, and
     // nothing reaches gemini (its settings still name the key method).
     let bare = h.core.auth.sign_in("gemini", "gateway", Vec::new()).await;
@@ -312,14 +323,24 @@ async fn gemini_signs_in_through_a_gateway_that_sticks_across_a_restart() {
         &json!({"baseUrl": api.url(), "headers": {"x-gateway-key": KEY}}),
     )
     .expect("gateway");
-    h.core.auth.sign_in_gateway("gemini", "gateway", g).await.expect("signed in");
+    h.core
+        .auth
+        .sign_in_gateway("gemini", "gateway", g)
+        .await
+        .expect("signed in");
     h.answered("gemini").await;
-    assert!(h.answer("gemini").text().contains("Through the gateway."), "{:#?}", h.answer("gemini"));
+    assert!(
+        h.answer("gemini").text().contains("Through the gateway."),
+        "{:#?}",
+        h.answer("gemini")
+    );
     // (gemini sends its own empty `x-goog-api-key` over a header of that
     // name: a gateway's key goes in a header of the gateway's own.)
     let sent: Vec<_> = api.main_requests().iter().map(|r| r.headers.clone()).collect();
     assert!(
-        api.main_requests().iter().any(|r| r.header("x-gateway-key") == Some(KEY)),
+        api.main_requests()
+            .iter()
+            .any(|r| r.header("x-gateway-key") == Some(KEY)),
         "{sent:?}"
     );
     let saved = std::fs::read_to_string(&settings_file).unwrap_or_default();
@@ -327,7 +348,10 @@ async fn gemini_signs_in_through_a_gateway_that_sticks_across_a_restart() {
     assert!(!saved.contains(KEY), "the key is in gemini's settings");
     let status = h.core.auth.status("gemini").expect("status");
     assert!(status.gateway_saved && !status.needs_sign_in, "{status:?}");
-    assert!(!status.saved_keys.iter().any(|k| k.contains("gateway")), "{status:?}");
+    assert!(
+        !status.saved_keys.iter().any(|k| k.contains("gateway")),
+        "{status:?}"
+    );
     key_not_in(h.dir.path());
     assert!(!h.log_of("gemini").contains(KEY), "the key is in the agent's log");
 
@@ -343,7 +367,9 @@ async fn gemini_signs_in_through_a_gateway_that_sticks_across_a_restart() {
         h.answer("gemini"),
         h.log_of("gemini")
     );
-    assert!(api.main_requests()[before..].iter().any(|r| r.header("x-gateway-key") == Some(KEY)));
+    assert!(api.main_requests()[before..]
+        .iter()
+        .any(|r| r.header("x-gateway-key") == Some(KEY)));
     let _ = h.core.auth.forget_keys("gemini").await;
     assert!(!h.core.auth.status("gemini").expect("status").gateway_saved);
 }

@@ -73,8 +73,11 @@ pub async fn auth_sign_in(core: &Core, agent: &str, method_id: &str) -> Result<(
             .await
             .map_err(String::from);
     }
-    let mut values = Vec::new();
     let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    if let AuthKind::Gateway { .. } = method.kind {
+        return gateway_sign_in(core, agent, method_id, &mut lines).await;
+    }
+    let mut values = Vec::new();
     for key in method.keys() {
         // On a terminal: a prompt, and what is typed is not shown.
         let _hidden = NoEcho::on_terminal(&key.name);
@@ -93,6 +96,46 @@ pub async fn auth_sign_in(core: &Core, agent: &str, method_id: &str) -> Result<(
     }
     core.auth
         .sign_in(agent, method_id, values)
+        .await
+        .map_err(String::from)
+}
+
+/// A gateway method's values from standard input: the base URL on the
+/// first line, then one header a line as `Name: value` (the values are not
+/// shown on a terminal), up to an empty line or the end.
+async fn gateway_sign_in(
+    core: &Core,
+    agent: &str,
+    method_id: &str,
+    lines: &mut tokio::io::Lines<tokio::io::BufReader<tokio::io::Stdin>>,
+) -> Result<(), String> {
+    use parley::core::types::gateway::Gateway;
+    // SAFETY: isatty on fd 0.
+    if unsafe { libc::isatty(0) } == 1 {
+        eprint!("{}", gettext("Base URL: "));
+    }
+    let url = lines.next_line().await.ok().flatten().unwrap_or_default();
+    let mut headers = serde_json::Map::new();
+    loop {
+        let _hidden = NoEcho::on_terminal(&gettext("Header (Name: value, empty to end)"));
+        let line = lines.next_line().await.ok().flatten().unwrap_or_default();
+        let line = line.trim();
+        if line.is_empty() {
+            break;
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(gettext("a header is written as Name: value"));
+        };
+        headers.insert(
+            name.trim().to_owned(),
+            serde_json::Value::String(value.trim().to_owned()),
+        );
+    }
+    let args = serde_json::json!({"baseUrl": url.trim(), "headers": headers});
+    let gateway = Gateway::from_args(method_id, &args)
+        .map_err(|why| parley::core::auth::AuthError::BadGateway(why).to_string())?;
+    core.auth
+        .sign_in_gateway(agent, method_id, gateway)
         .await
         .map_err(String::from)
 }

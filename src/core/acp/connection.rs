@@ -20,6 +20,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 use super::incoming::{Envelope, TextChunkLine, UpdateLine};
 use super::lines::{next_line, LineError};
 
+/// Extension notifications (`_`-prefixed) that reach the handler: the
+/// agent's word on who is signed in (claude-agent-acp, codex-acp).
+const KNOWN_EXTENSION_NOTIFICATIONS: &[&str] = &["_auth/status_update"];
+
 pub const METHOD_NOT_FOUND: i64 = -32601;
 pub const INVALID_PARAMS: i64 = -32602;
 pub const INTERNAL_ERROR: i64 = -32603;
@@ -493,7 +497,8 @@ fn dispatch_line(line: &[u8], inner: &Arc<Inner>, handler: &dyn Handler, repairi
             }
         }
         (Some(method), None) => {
-            if method.starts_with('_') {
+            // Extension notifications Parley knows go on; others are dropped.
+            if method.starts_with('_') && !KNOWN_EXTENSION_NOTIFICATIONS.contains(&&*method) {
                 tracing::debug!("ignored extension notification {method}");
                 return;
             }

@@ -94,8 +94,14 @@ impl AuthService {
     /// {NAME: VALUE}})`: signs in with a gateway method. The gateway is
     /// sent in `authenticate`'s `_meta.gateway` and, once the agent took
     /// it, kept in the keyring and sent again at every start.
-    pub async fn sign_in_gateway(&self, agent: &str, method_id: &str, gateway: Gateway) -> Result<(), AuthError> {
-        self.sign_in_with(agent, method_id, Vec::new(), Some(gateway)).await
+    pub async fn sign_in_gateway(
+        &self,
+        agent: &str,
+        method_id: &str,
+        gateway: Gateway,
+    ) -> Result<(), AuthError> {
+        self.sign_in_with(agent, method_id, Vec::new(), Some(gateway))
+            .await
     }
 
     async fn sign_in_with(
@@ -134,7 +140,9 @@ impl AuthService {
             rx
         };
         self.agents.set_signing_in(agent, Some(method.id.clone()));
-        let result = self.run_sign_in(agent, &method, &values, gateway.as_ref(), cancel).await;
+        let result = self
+            .run_sign_in(agent, &method, &values, gateway.as_ref(), cancel)
+            .await;
         if result == Err(AuthError::Cancelled) {
             // A login the agent began (a browser flow) ends with it; the
             // next message starts it again. Stopped here, after the
@@ -192,14 +200,14 @@ impl AuthService {
             )));
         };
         // gemini-cli also takes the key itself in `_meta["api-key"]`.
-        let meta = match (&method.kind, method.keys(), values) {
-            (AuthKind::Gateway { .. }, _, _) => gateway.map(Gateway::meta),
-            (AuthKind::Agent { .. }, [key], [(name, value)]) if &key.name == name => Some(Map::from_iter([(
-                "api-key".to_owned(),
-                Value::String(value.expose().to_owned()),
-            )])),
-            _ => None,
-        };
+        let meta =
+            match (&method.kind, method.keys(), values) {
+                (AuthKind::Gateway { .. }, _, _) => gateway.map(Gateway::meta),
+                (AuthKind::Agent { .. }, [key], [(name, value)]) if &key.name == name => Some(
+                    Map::from_iter([("api-key".to_owned(), Value::String(value.expose().to_owned()))]),
+                ),
+                _ => None,
+            };
         // An `env_var` method is also passed to `authenticate` (codex-acp
         // wants it, once the variable is set); an agent that does not know
         // the call needs nothing more.
@@ -220,9 +228,13 @@ impl AuthService {
         // Kept only once the agent took it: a gateway it refused is not
         // sent again at the next start.
         if let (Ok(()), Some(g)) = (&result, gateway) {
-            secrets::save(&scope, agent, &[(GATEWAY_ITEM.to_owned(), Secret::new(g.to_saved()))])
-                .await
-                .map_err(|e| AuthError::Keyring(e.to_string()))?;
+            secrets::save(
+                &scope,
+                agent,
+                &[(GATEWAY_ITEM.to_owned(), Secret::new(g.to_saved()))],
+            )
+            .await
+            .map_err(|e| AuthError::Keyring(e.to_string()))?;
             self.agents.keys_changed(agent);
         }
         result

@@ -15,7 +15,10 @@ impl AgentService {
     /// The agent's saved gateway, if any (from the keyring).
     pub async fn saved_gateway(&self, name: &str) -> Option<Gateway> {
         let scope = self.scope();
-        if !secrets::saved_names(&scope, name).iter().any(|n| n == GATEWAY_ITEM) {
+        if !secrets::saved_names(&scope, name)
+            .iter()
+            .any(|n| n == GATEWAY_ITEM)
+        {
             return None;
         }
         match secrets::load(&scope, name).await {
@@ -56,7 +59,10 @@ impl AgentService {
         .await;
         let why = match sent {
             Ok(Ok(())) => {
-                self.log(name, format!("parley: the saved gateway ({}) was sent", gateway.host()));
+                self.log(
+                    name,
+                    format!("parley: the saved gateway ({}) was sent", gateway.host()),
+                );
                 return;
             }
             Ok(Err(e)) => e.to_string(),

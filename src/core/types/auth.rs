@@ -353,9 +353,18 @@ mod tests {
             {"id": "g2", "name": "Odd", "_meta": {"gateway": true}},
         ])));
         assert_eq!(methods.len(), 2, "{methods:?}");
-        assert_eq!(methods[0].kind, AuthKind::Gateway { protocol: "anthropic".into() });
+        assert_eq!(
+            methods[0].kind,
+            AuthKind::Gateway {
+                protocol: "anthropic".into()
+            }
+        );
         assert!(methods[0].keys().is_empty());
-        assert_eq!(methods[1].kind, AuthKind::Agent { keys: vec![] }, "not an object: no form");
+        assert_eq!(
+            methods[1].kind,
+            AuthKind::Agent { keys: vec![] },
+            "not an object: no form"
+        );
         let wire = serde_json::to_value(&methods[0]).expect("json");
         assert_eq!(wire["type"], "gateway");
         assert_eq!(wire["protocol"], "anthropic");
@@ -369,7 +378,10 @@ mod tests {
         let none = AccountStatus::parse(&json!({"authStatus": {"kind": "none", "label": "Not logged in"}}))
             .expect("status");
         assert!(none.signed_out());
-        assert_eq!(AccountStatus::parse(&json!({"authStatus": {"label": "no kind"}})), None);
+        assert_eq!(
+            AccountStatus::parse(&json!({"authStatus": {"label": "no kind"}})),
+            None
+        );
         assert_eq!(AccountStatus::parse(&json!({})), None);
     }
 

@@ -72,7 +72,11 @@ impl Gateway {
                     headers.insert(k.trim().to_owned(), value.trim().to_owned());
                 }
             }
-            Some(_) => return Err(gettext("the gateway's headers must be an object of names to values")),
+            Some(_) => {
+                return Err(gettext(
+                    "the gateway's headers must be an object of names to values",
+                ))
+            }
         }
         let g = Gateway {
             method: method.to_owned(),

@@ -90,7 +90,7 @@ impl SignIn {
         if imp.can_logout.replace(status.can_logout) != status.can_logout {
             self.notify_can_logout();
         }
-        let saved = !status.saved_keys.is_empty();
+        let saved = !status.saved_keys.is_empty() || status.gateway_saved;
         if imp.has_saved_keys.replace(saved) != saved {
             self.notify_has_saved_keys();
         }
@@ -129,6 +129,26 @@ impl SignIn {
             async move {
                 core.auth
                     .sign_in(&agent, &method, values)
+                    .await
+                    .map_err(String::from)
+            },
+            done,
+        );
+    }
+
+    /// Signs in with a gateway method (its base URL and headers).
+    pub fn sign_in_gateway(
+        &self,
+        gateway: crate::core::types::gateway::Gateway,
+        done: impl FnOnce(Result<(), String>) + 'static,
+    ) {
+        let core = self.core().clone();
+        let agent = self.agent();
+        runtime::call(
+            async move {
+                let method = gateway.method.clone();
+                core.auth
+                    .sign_in_gateway(&agent, &method, gateway)
                     .await
                     .map_err(String::from)
             },

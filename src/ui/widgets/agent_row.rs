@@ -182,13 +182,23 @@ impl AgentRow {
         } else {
             imp.state.remove_css_class("error");
         }
-        let tooltip = match (failed, agent.description().is_empty()) {
+        let mut tooltip = match (failed, agent.description().is_empty()) {
             // The error ends with the agent's last stderr lines: shown, not
             // obeyed (a NUL would also panic on its way into GTK).
             (true, _) => crate::ui::markdown::visible(&agent.state().error()).into_owned(),
             (false, false) => agent.description(),
             (false, true) => String::new(),
         };
+        // The agent's own word on who is signed in, where it gave one.
+        let account = agent.sign_in().status().and_then(|s| s.account);
+        if let Some(account) = account.filter(|_| !failed) {
+            let line = crate::i18n::gettext_f("Sign-in: {status}", &[("status", &account.summary())]);
+            tooltip = if tooltip.is_empty() {
+                line
+            } else {
+                format!("{tooltip}\n{line}")
+            };
+        }
         self.set_tooltip_text((!tooltip.is_empty()).then_some(tooltip.as_str()));
         imp.attention
             .set_visible(failed || agent.conversation().waiting());

@@ -26,6 +26,7 @@ pub mod notice_parts;
 pub mod option_pickers;
 pub mod permission_banner;
 pub mod secret_entry;
+pub mod sign_in_methods;
 pub mod sign_in_page;
 pub mod sign_in_terminal;
 pub mod slash_completion;

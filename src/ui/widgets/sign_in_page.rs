@@ -19,11 +19,12 @@ use adw::subclass::prelude::*;
 use gtk::glib;
 
 use super::terminal::Terminal;
-use crate::core::auth::{AuthKind, AuthMethod, AuthStatus};
+use crate::core::auth::AuthStatus;
 use crate::core::secrets::Secret;
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::AgentObject;
-use crate::ui::widgets::secret_entry::{KeyField, SecretEntry};
+use crate::ui::widgets::secret_entry::KeyField;
+use crate::ui::widgets::sign_in_methods;
 use crate::ui::widgets::sign_in_terminal::{self, Login};
 
 mod imp {
@@ -232,6 +233,17 @@ impl SignInPage {
         title.set_wrap(true);
         title.set_justify(gtk::Justification::Center);
         body.append(&title);
+        // The agent's own word on who is signed in (`_auth/status_update`).
+        if let Some(account) = status.as_ref().and_then(|s| s.account.as_ref()) {
+            let label = gtk::Label::new(Some(&gettext_f(
+                "The agent says: {status}",
+                &[("status", &account.summary())],
+            )));
+            label.set_wrap(true);
+            label.set_justify(gtk::Justification::Center);
+            label.set_selectable(true);
+            body.append(&label);
+        }
         if let Some(message) = status.as_ref().and_then(|s| s.message.clone()) {
             let label = gtk::Label::new(Some(&crate::ui::markdown::visible(&message)));
             label.set_wrap(true);
@@ -281,7 +293,11 @@ impl SignInPage {
         }
         let footer = gtk::Box::new(gtk::Orientation::Horizontal, 12);
         footer.set_halign(gtk::Align::Center);
-        if status.as_ref().is_some_and(|s| !s.saved_keys.is_empty()) && !running {
+        if status
+            .as_ref()
+            .is_some_and(|s| !s.saved_keys.is_empty() || s.gateway_saved)
+            && !running
+        {
             let forget = crate::ui::a11y::mnemonic_button(&gettext("_Forget Saved Keys"));
             forget.add_css_class("destructive-action");
             forget.set_tooltip_text(Some(&gettext("Remove this agent's keys from the keyring")));
@@ -344,129 +360,9 @@ impl SignInPage {
             )));
         }
         for method in &status.methods {
-            group.add(&self.method_row(agent, method));
+            group.add(&sign_in_methods::method_row(self, agent, method));
         }
         group.upcast()
-    }
-
-    fn method_row(&self, agent: &AgentObject, method: &AuthMethod) -> gtk::Widget {
-        let description = method.description.clone().unwrap_or_default();
-        let (label, terminal) = match method.kind {
-            AuthKind::Terminal { .. } => (gettext("Open _Terminal"), true),
-            _ if !method.keys().is_empty() => (gettext("Save and _Sign In"), false),
-            _ => (gettext("_Sign In"), false),
-        };
-        let button = crate::ui::a11y::mnemonic_button(&label);
-        button.set_valign(gtk::Align::Center);
-        let name = gettext_f("Sign in with {method}", &[("method", &method.name)]);
-        crate::ui::a11y::set_label(&button, &name);
-        self.imp()
-            .buttons
-            .borrow_mut()
-            .push((method.id.clone(), button.clone()));
-        let id = method.id.clone();
-        let key_id = method.id.clone();
-        if terminal {
-            button.connect_clicked(glib::clone!(
-                #[weak(rename_to = page)]
-                self,
-                #[weak]
-                agent,
-                move |_| page.open_terminal(&agent, &id)
-            ));
-        } else if method.keys().is_empty() {
-            button.connect_clicked(glib::clone!(
-                #[weak(rename_to = page)]
-                self,
-                #[weak]
-                agent,
-                move |_| page.sign_in(&agent, &id, Vec::new())
-            ));
-        }
-        if method.keys().is_empty() {
-            let row = adw::ActionRow::builder()
-                .title(glib::markup_escape_text(&method.name).as_str())
-                .subtitle(glib::markup_escape_text(&description).as_str())
-                .activatable_widget(&button)
-                .build();
-            row.add_suffix(&button);
-            // The row made its title a label of the button: named again.
-            crate::ui::a11y::set_label(&button, &name);
-            return row.upcast();
-        }
-        // A method that wants keys: an entry for each, then the button.
-        let row = adw::ExpanderRow::builder()
-            .title(glib::markup_escape_text(&method.name).as_str())
-            .subtitle(glib::markup_escape_text(&description).as_str())
-            .build();
-        let mut entries = Vec::new();
-        for key in method.keys() {
-            let title = key.label.clone().unwrap_or_else(|| key.name.clone());
-            let entry = if key.secret {
-                KeyField::Secret(SecretEntry::new(&title))
-            } else {
-                KeyField::Plain(
-                    adw::EntryRow::builder()
-                        .title(glib::markup_escape_text(&title).as_str())
-                        .build(),
-                )
-            };
-            crate::ui::a11y::set_description(&entry.control(), &key.name);
-            // Enter in a key's entry signs in.
-            entry.connect_activate(glib::clone!(
-                #[weak]
-                button,
-                move || button.emit_clicked()
-            ));
-            row.add_row(&entry.row());
-            self.imp()
-                .entries
-                .borrow_mut()
-                .insert(key.name.clone(), entry.clone());
-            entries.push((key.name.clone(), entry));
-        }
-        let saved = gtk::Label::new(Some(&gettext(
-            "Saved in your keyring, passed to the agent when it starts",
-        )));
-        saved.add_css_class("dim-label");
-        saved.add_css_class("caption");
-        saved.set_wrap(true);
-        saved.set_xalign(0.0);
-        let action = gtk::Box::new(gtk::Orientation::Horizontal, 12);
-        action.set_margin_top(6);
-        action.set_margin_bottom(6);
-        action.set_margin_start(12);
-        action.set_margin_end(12);
-        saved.set_hexpand(true);
-        action.append(&saved);
-        action.append(&button);
-        button.add_css_class("suggested-action");
-        row.add_row(&action);
-        // The list row around it is no Tab stop of its own (an unnamed
-        // "list item" otherwise): its button is.
-        if let Some(r) = action.parent().and_downcast::<gtk::ListBoxRow>() {
-            r.set_activatable(false);
-            r.set_focusable(false);
-        }
-        button.connect_clicked(glib::clone!(
-            #[weak(rename_to = page)]
-            self,
-            #[weak]
-            agent,
-            move |_| {
-                let values: Vec<(String, Secret)> = entries
-                    .iter()
-                    // An empty entry keeps what is saved (the core says
-                    // which keys are still missing).
-                    .map(|(name, e)| (name, e.value()))
-                    .filter(|(_, v)| !v.is_empty())
-                    .map(|(name, v)| (name.clone(), Secret::new(v)))
-                    .collect();
-                page.sign_in(&agent, &key_id, values);
-            }
-        ));
-        row.set_expanded(true);
-        row.upcast()
     }
 
     fn progress_box(&self, agent: &AgentObject, status: Option<&AuthStatus>, method: &str) -> gtk::Widget {
@@ -497,11 +393,32 @@ impl SignInPage {
         row.upcast()
     }
 
-    fn sign_in(&self, agent: &AgentObject, method: &str, values: Vec<(String, Secret)>) {
+    pub(super) fn sign_in(&self, agent: &AgentObject, method: &str, values: Vec<(String, Secret)>) {
         let title = agent.title();
         agent.sign_in().sign_in(
             method,
             values,
+            glib::clone!(
+                #[weak(rename_to = page)]
+                self,
+                move |r: Result<(), String>| match r {
+                    Ok(()) => page.signed_in(&title),
+                    Err(e) => toast(&page, &e),
+                }
+            ),
+        );
+    }
+
+    /// A gateway method's form was sent: checked here first (a bad address
+    /// is said at once, and nothing reaches the agent).
+    pub(super) fn sign_in_gateway(&self, agent: &AgentObject, method: &str, args: &serde_json::Value) {
+        let gateway = match crate::core::types::gateway::Gateway::from_args(method, args) {
+            Ok(g) => g,
+            Err(why) => return toast(self, &crate::core::auth::AuthError::BadGateway(why).to_string()),
+        };
+        let title = agent.title();
+        agent.sign_in().sign_in_gateway(
+            gateway,
             glib::clone!(
                 #[weak(rename_to = page)]
                 self,
@@ -533,7 +450,7 @@ impl SignInPage {
         ));
     }
 
-    fn open_terminal(&self, agent: &AgentObject, method: &str) {
+    pub(super) fn open_terminal(&self, agent: &AgentObject, method: &str) {
         agent.sign_in().login_terminal(
             method,
             glib::clone!(
