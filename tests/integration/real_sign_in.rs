@@ -4,7 +4,6 @@
 
 use std::time::Duration;
 
-use parley::core::events::Event;
 use parley::core::types::gateway::Gateway;
 use serde_json::json;
 
@@ -116,6 +115,12 @@ async fn claude_says_it_is_signed_out_then_signs_in_through_a_gateway() {
             .any(|r| r.header("x-gateway-key") == Some(KEY)),
         "the gateway's header never reached the model's API"
     );
+    // What the turn cost, from the prompt's answer (`usage`, else
+    // `_meta.quota`), in the conversation's usage.
+    let usage = h.core.chat.conversation("claude").expect("conversation").usage;
+    let turn = usage.turn.expect("the turn's tokens");
+    assert!(turn.total_tokens > 0 && turn.output_tokens > 0, "{usage:?}");
+    assert_eq!(usage.tokens, Some(turn), "one turn: the session's sum is the turn's");
     // startMode: the session started in `default`, not claude's `auto`.
     let mode = h
         .core

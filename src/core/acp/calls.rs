@@ -8,6 +8,8 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::core::types::usage::TurnTokens;
+
 use super::connection::{Connection, RpcError};
 use crate::core::types::auth::{self as methods, AuthMethod};
 
@@ -186,17 +188,20 @@ pub async fn new_session(
     Ok((decode("session/new", answer.clone())?, answer))
 }
 
+/// `session/prompt`: the answer, and the turn's tokens where the agent
+/// told them (read from the raw answer: `usage` is unstable in the schema).
 pub async fn prompt(
     conn: &Connection,
     session_id: &acp::SessionId,
     blocks: Vec<acp::ContentBlock>,
-) -> Result<acp::PromptResponse, CallError> {
+) -> Result<(acp::PromptResponse, Option<TurnTokens>), CallError> {
     let request = acp::PromptRequest::new(session_id.clone(), blocks);
     let answer = conn
         .request("session/prompt", to_params(&request))
         .await
         .map_err(map_auth)?;
-    decode("session/prompt", answer)
+    let tokens = TurnTokens::from_prompt_result(&answer);
+    Ok((decode("session/prompt", answer)?, tokens))
 }
 
 pub fn cancel(conn: &Connection, session_id: &acp::SessionId) {

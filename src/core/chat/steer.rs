@@ -84,9 +84,14 @@ impl ChatService {
         let steered = id.clone();
         tokio::spawn(async move {
             let answer = match this.inner.supervisor.connection(&agent) {
+                // A steered prompt's own answer tells its tokens too.
                 Some((conn, _)) => calls::prompt(&conn, &sid, vec![acp::ContentBlock::from(text)])
                     .await
-                    .map(|_| ())
+                    .map(|(_, tokens)| {
+                        if let Some(t) = tokens {
+                            this.turn_tokens(&agent, t);
+                        }
+                    })
                     .map_err(|e| e.to_string()),
                 None => Err(gettext("the agent stopped")),
             };

@@ -323,8 +323,11 @@ impl ChatService {
             return Some(TurnEnd::Stop(acp::StopReason::Cancelled));
         };
         Some(match answer {
-            Ok(r) => {
+            Ok((r, tokens)) => {
                 self.signed_in_after_all(agent);
+                if let Some(tokens) = tokens {
+                    self.turn_tokens(agent, tokens);
+                }
                 TurnEnd::Stop(r.stop_reason)
             }
             Err(calls::CallError::AuthRequired(why)) => TurnEnd::SignIn(why),
@@ -350,6 +353,22 @@ impl ChatService {
             }
             Err(e) => TurnEnd::Error(e.to_string()),
         })
+    }
+
+    /// The turn's tokens, as the prompt's answer told them: the session's
+    /// usage gets them, and its sum (`usage:changed`).
+    pub(super) fn turn_tokens(&self, agent: &str, tokens: crate::core::types::usage::TurnTokens) {
+        let usage = lock(&self.inner.convs).get_mut(agent).map(|c| {
+            c.usage.turn = Some(tokens);
+            c.usage.tokens = Some(c.usage.tokens.unwrap_or_default().add(tokens));
+            c.usage.clone()
+        });
+        if let Some(usage) = usage {
+            self.emit(Event::UsageChanged(crate::core::events::UsageChanged {
+                agent: agent.to_owned(),
+                usage,
+            }));
+        }
     }
 
     /// A user message that cannot go to this agent (an image to an agent

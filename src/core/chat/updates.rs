@@ -39,6 +39,8 @@ impl Conv {
         match update {
             U::UsageUpdate(u) => {
                 self.usage = Usage {
+                    turn: self.usage.turn,
+                    tokens: self.usage.tokens,
                     used: u.used,
                     size: u.size,
                     cost: u.cost.filter(|c| (0.0..=1e9).contains(&c.amount)).map(|c| Cost {

@@ -166,7 +166,7 @@ fn usage_is_kept_and_told_and_a_plan_replaces_the_plan() {
         Usage {
             used: 10,
             size: 100,
-            cost: None
+            ..Usage::default()
         }
     );
     assert!(events

@@ -253,21 +253,7 @@ impl PermissionOption {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-pub struct Usage {
-    pub used: u64,
-    pub size: u64,
-    /// The session's cost so far, where the agent tells it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub cost: Option<Cost>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Cost {
-    pub amount: f64,
-    /// An ISO 4217 code, e.g. "USD".
-    pub currency: String,
-}
+pub use super::usage::{Cost, TurnTokens, Usage};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Command {

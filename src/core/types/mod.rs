@@ -20,5 +20,6 @@ pub mod message;
 pub mod notice;
 pub mod options;
 pub mod problem;
+pub mod usage;
 
 pub use agent_state::AgentState;

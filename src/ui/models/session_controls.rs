@@ -32,6 +32,10 @@ mod imp {
         /// "0.12 USD".
         #[property(get)]
         pub cost: RefCell<String>,
+        /// The tokens of the session's turns so far, where the agent told
+        /// them (0 when it told none).
+        #[property(get)]
+        pub tokens: Cell<u64>,
         /// The session's title (`session_info_update`), or "".
         #[property(get)]
         pub session_title: RefCell<String>,
@@ -89,6 +93,10 @@ impl SessionControls {
             .map(|c| format!("{:.2} {}", c.amount, c.currency))
             .unwrap_or_default();
         set_string(self, &imp.cost, &cost, "cost");
+        let tokens = usage.tokens.map(|t| t.total_tokens).unwrap_or(0);
+        if imp.tokens.replace(tokens) != tokens {
+            self.notify_tokens();
+        }
     }
 
     /// Takes a `session:changed`: the title and the pickers.

@@ -35,14 +35,16 @@ impl ParleyWindow {
                 agent.shown_as()
             ));
         }
-        let (used, size, cost) = (
+        let (used, size, cost, tokens) = (
             agent.session().usage_used(),
             agent.session().usage_size(),
             agent.session().cost(),
+            agent.session().tokens(),
         );
         // A compact "Context 42 %" that folds away with the sidebar at phone width.
-        imp.context_meter
-            .set_visible((size > 0 || !cost.is_empty()) && !imp.leaflet.is_folded());
+        imp.context_meter.set_visible(
+            (size > 0 || !cost.is_empty() || tokens > 0) && !imp.leaflet.is_folded(),
+        );
         let mut shown = Vec::new();
         let mut told = Vec::new();
         if size > 0 {
@@ -54,6 +56,20 @@ impl ParleyWindow {
             told.push(gettext_f(
                 "Context: {used} of {size} tokens",
                 &[("used", &used.to_string()), ("size", &size.to_string())],
+            ));
+        }
+        if tokens > 0 {
+            shown.push(crate::i18n::fill(
+                &crate::i18n::ngettext("{n} token", "{n} tokens", plural_n(tokens)),
+                &[("n", &short_count(tokens))],
+            ));
+            told.push(crate::i18n::fill(
+                &crate::i18n::ngettext(
+                    "{n} token used by this session's turns",
+                    "{n} tokens used by this session's turns",
+                    plural_n(tokens),
+                ),
+                &[("n", &tokens.to_string())],
             ));
         }
         if !cost.is_empty() {
@@ -84,4 +100,17 @@ impl ParleyWindow {
         imp.context_meter.set_tooltip_text(Some(&text));
         crate::ui::a11y::set_label(&*imp.context_meter, &told.join(". "));
     }
+}
+
+/// A count as the header shows it: 950, 12.3k, 4.5M.
+fn short_count(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
+fn plural_n(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
