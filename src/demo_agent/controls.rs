@@ -88,7 +88,8 @@ pub fn session_state(agent: &Agent) -> Value {
         return json!({
             "modes": {"currentModeId": current(agent, "mode", json!("ask")), "availableModes": [
                 {"id": "ask", "name": "Ask", "description": "Asks before every edit"},
-                {"id": "code", "name": "Code"}]},
+                {"id": "code", "name": "Code"},
+                {"id": "yolo", "name": "YOLO", "description": "Auto-approves all tools"}]},
             "models": {"currentModelId": current(agent, "model", json!("demo-mini")), "availableModels": [
                 {"modelId": "demo-mini", "name": "Demo Mini"},
                 {"modelId": "demo-large", "name": "Demo Large"},

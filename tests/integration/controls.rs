@@ -168,6 +168,31 @@ async fn legacy_modes_and_models_still_get_pickers() {
         "{said}"
     );
 
+    // A mode that asks nothing is said once in the conversation.
+    let unasked = |h: &Harness| {
+        h.core
+            .chat
+            .conversation("a")
+            .expect("conversation")
+            .messages
+            .iter()
+            .filter(|m| m.text().contains("without asking you"))
+            .count()
+    };
+    assert_eq!(unasked(&h), 0, "ask and code ask first");
+    for mode in ["yolo", "ask", "yolo"] {
+        h.core
+            .chat
+            .set_option("a", "mode", json!(mode))
+            .await
+            .expect("set_mode");
+    }
+    assert_eq!(unasked(&h), 1);
+    assert_eq!(
+        parley::core::types::options::asking_nothing(&h.core.chat.options("a")).as_deref(),
+        Some("YOLO")
+    );
+
     // An agent with no options has no pickers.
     let h2 = Harness::new(&[agent("b", "no-options")]);
     assert!(h2.core.chat.prepare("b").await.expect("prepare").is_empty());

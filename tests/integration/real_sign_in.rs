@@ -120,7 +120,11 @@ async fn claude_says_it_is_signed_out_then_signs_in_through_a_gateway() {
     let usage = h.core.chat.conversation("claude").expect("conversation").usage;
     let turn = usage.turn.expect("the turn's tokens");
     assert!(turn.total_tokens > 0 && turn.output_tokens > 0, "{usage:?}");
-    assert_eq!(usage.tokens, Some(turn), "one turn: the session's sum is the turn's");
+    assert_eq!(
+        usage.tokens,
+        Some(turn),
+        "one turn: the session's sum is the turn's"
+    );
     // startMode: the session started in `default`, not claude's `auto`.
     let mode = h
         .core

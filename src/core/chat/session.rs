@@ -244,6 +244,8 @@ impl ChatService {
                 c.title = None;
                 c.usage = Default::default();
             }
+            // Judged once the defaults (startMode) are set, below.
+            c.asks_nothing_ready = false;
             let sid_text = sid.to_string();
             // What the agent said of the session's state before answering
             // (options, mode, title, commands, usage) applies now, before
@@ -282,6 +284,7 @@ impl ChatService {
         };
         self.record_session(agent, &sid.to_string());
         if !is_new {
+            self.asks_nothing_ready(agent);
             return Ok((sid, early));
         }
         if restarted {
@@ -296,6 +299,7 @@ impl ChatService {
             sup.log(agent, format!("parley: {w}"));
             self.session_warning(agent, w);
         }
+        self.asks_nothing_ready(agent);
         Ok((sid, early))
     }
 

@@ -81,6 +81,45 @@ impl SessionOption {
         }
     }
 
+    /// Whether the current choice lets the agent edit files and run
+    /// commands without asking the user: a mode of that kind by its id
+    /// (claude-agent-acp's `auto` and `bypassPermissions`, codex-acp's
+    /// `agent-full-access`, gemini-cli's and qwen-code's `yolo`, qwen's
+    /// `auto`), or by the agent's own description of it.
+    pub fn asks_nothing(&self) -> bool {
+        let OptionValue::Select { current, choices } = &self.value else {
+            return false;
+        };
+        if self.category != "mode" {
+            return false;
+        }
+        const IDS: &[&str] = &[
+            "auto",
+            "bypassPermissions",
+            "dontAsk",
+            "yolo",
+            "agent-full-access",
+            "full-access",
+        ];
+        if IDS.contains(&current.as_str()) {
+            return true;
+        }
+        let described = choices
+            .iter()
+            .find(|c| c.value == *current)
+            .and_then(|c| c.description.as_deref())
+            .map(str::to_lowercase)
+            .unwrap_or_default();
+        [
+            "auto-approves all",
+            "accepts all permissions",
+            "without asking",
+            "without approval",
+        ]
+        .iter()
+        .any(|w| described.contains(w))
+    }
+
     /// Whether `value` is one the option offers.
     pub fn offers(&self, value: &Value) -> bool {
         match (&self.value, value) {
@@ -289,6 +328,15 @@ pub fn find<'a>(options: &'a [SessionOption], key: &str) -> Option<&'a SessionOp
         .iter()
         .find(|o| o.id == key)
         .or_else(|| options.iter().find(|o| o.category == key))
+}
+
+/// The name of the current mode when it asks nothing (see
+/// [`SessionOption::asks_nothing`]).
+pub fn asking_nothing(options: &[SessionOption]) -> Option<String> {
+    options
+        .iter()
+        .find(|o| o.asks_nothing())
+        .map(SessionOption::current_name)
 }
 
 #[cfg(test)]

@@ -60,10 +60,18 @@ impl TurnTokens {
     /// `inputTokens`/`outputTokens`/`totalTokens`, gemini-cli's snake case,
     /// OpenAI's `prompt_tokens`/`completion_tokens`.
     fn read(v: &Value) -> Option<TurnTokens> {
-        let input = count(v, &["inputTokens", "input_tokens", "promptTokens", "prompt_tokens"]);
+        let input = count(
+            v,
+            &["inputTokens", "input_tokens", "promptTokens", "prompt_tokens"],
+        );
         let output = count(
             v,
-            &["outputTokens", "output_tokens", "completionTokens", "completion_tokens"],
+            &[
+                "outputTokens",
+                "output_tokens",
+                "completionTokens",
+                "completion_tokens",
+            ],
         );
         let total = count(v, &["totalTokens", "total_tokens"]);
         if input.is_none() && output.is_none() && total.is_none() {
@@ -72,7 +80,12 @@ impl TurnTokens {
         let (input, output) = (input.unwrap_or(0), output.unwrap_or(0));
         let cached_read = count(
             v,
-            &["cachedReadTokens", "cachedInputTokens", "cached_input_tokens", "cache_read_input_tokens"],
+            &[
+                "cachedReadTokens",
+                "cachedInputTokens",
+                "cached_input_tokens",
+                "cache_read_input_tokens",
+            ],
         )
         .unwrap_or(0);
         Some(TurnTokens {
@@ -82,7 +95,11 @@ impl TurnTokens {
             cached_read_tokens: cached_read,
             thought_tokens: count(
                 v,
-                &["thoughtTokens", "reasoningOutputTokens", "reasoning_output_tokens"],
+                &[
+                    "thoughtTokens",
+                    "reasoningOutputTokens",
+                    "reasoning_output_tokens",
+                ],
             )
             .unwrap_or(0),
         })
@@ -98,7 +115,11 @@ impl TurnTokens {
             .get("usage")
             .filter(|u| u.is_object())
             .and_then(TurnTokens::read)
-            .or_else(|| answer.pointer("/_meta/quota/token_count").and_then(TurnTokens::read))
+            .or_else(|| {
+                answer
+                    .pointer("/_meta/quota/token_count")
+                    .and_then(TurnTokens::read)
+            })
     }
 
     /// The sum of two (a session's turns).
@@ -125,7 +146,15 @@ mod tests {
             "usage": {"inputTokens": 10, "outputTokens": 5, "cachedReadTokens": 100, "cachedWriteTokens": 0, "totalTokens": 115},
             "_meta": {"quota": {"token_count": {"totalTokens": 999, "inputTokens": 1, "outputTokens": 1}}}});
         let t = TurnTokens::from_prompt_result(&claude).expect("tokens");
-        assert_eq!((t.input_tokens, t.output_tokens, t.total_tokens, t.cached_read_tokens), (10, 5, 115, 100));
+        assert_eq!(
+            (
+                t.input_tokens,
+                t.output_tokens,
+                t.total_tokens,
+                t.cached_read_tokens
+            ),
+            (10, 5, 115, 100)
+        );
         // codex-acp 2.6 with `usage: null`: the quota.
         let codex = json!({"usage": null, "_meta": {"quota": {"token_count": {"totalTokens": 30, "inputTokens": 20,
             "cachedInputTokens": 0, "cacheWriteInputTokens": 0, "outputTokens": 10, "reasoningOutputTokens": 4}}}});
@@ -133,15 +162,24 @@ mod tests {
         assert_eq!((t.total_tokens, t.thought_tokens), (30, 4));
         // gemini-cli 0.61: snake case, no total.
         let gemini = json!({"_meta": {"quota": {"token_count": {"input_tokens": 7, "output_tokens": 3}}}});
-        assert_eq!(TurnTokens::from_prompt_result(&gemini).map(|t| t.total_tokens), Some(10));
+        assert_eq!(
+            TurnTokens::from_prompt_result(&gemini).map(|t| t.total_tokens),
+            Some(10)
+        );
         // A cancelled turn tells nothing; nonsense is not a count.
-        assert_eq!(TurnTokens::from_prompt_result(&json!({"stopReason": "cancelled"})), None);
+        assert_eq!(
+            TurnTokens::from_prompt_result(&json!({"stopReason": "cancelled"})),
+            None
+        );
         assert_eq!(
             TurnTokens::from_prompt_result(&json!({"usage": {"inputTokens": -1, "outputTokens": "x"}})),
             None
         );
         let sum = t_of(1, 2).add(t_of(3, 4));
-        assert_eq!((sum.input_tokens, sum.output_tokens, sum.total_tokens), (4, 6, 10));
+        assert_eq!(
+            (sum.input_tokens, sum.output_tokens, sum.total_tokens),
+            (4, 6, 10)
+        );
     }
 
     fn t_of(i: u64, o: u64) -> TurnTokens {

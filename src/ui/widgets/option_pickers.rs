@@ -60,6 +60,7 @@ pub fn rebuild(box_: &super::wrap_box::WrapBox, session: Option<&SessionControls
         for option in &options {
             update(box_, option);
         }
+        update_unasked(box_, &options);
         return;
     }
     kept.replace(shape);
@@ -68,12 +69,48 @@ pub fn rebuild(box_: &super::wrap_box::WrapBox, session: Option<&SessionControls
     }
     box_.set_visible(!options.is_empty());
     let Some(agent) = session else { return };
-    for option in options {
+    for option in &options {
         let widget = match &option.value {
             OptionValue::Select { current, choices } => select_picker(agent, &option, current, choices),
             OptionValue::Boolean { current } => boolean_picker(agent, &option, *current),
         };
         box_.append(&widget);
+    }
+    box_.append(&unasked_note());
+    update_unasked(box_, &options);
+}
+
+/// "Runs without asking", beside the pickers while the agent's mode lets it
+/// edit files and run commands without asking (claude-agent-acp's `auto`).
+fn unasked_note() -> gtk::Widget {
+    let note = gtk::Box::new(gtk::Orientation::Horizontal, 6);
+    note.set_widget_name("asks-nothing");
+    note.add_css_class("warning");
+    note.set_valign(gtk::Align::Center);
+    note.append(&gtk::Image::from_icon_name("dialog-warning-symbolic"));
+    let label = gtk::Label::new(Some(&gettext("Runs without asking")));
+    label.add_css_class("caption-heading");
+    note.append(&label);
+    note.set_focusable(true);
+    note.set_visible(false);
+    note.upcast()
+}
+
+fn update_unasked(box_: &super::wrap_box::WrapBox, options: &[SessionOption]) {
+    let mut all = Vec::new();
+    descendants(box_.upcast_ref(), &mut all);
+    let Some(note) = all.into_iter().find(|w| w.widget_name() == "asks-nothing") else {
+        return;
+    };
+    let mode = crate::core::types::options::asking_nothing(options);
+    note.set_visible(mode.is_some());
+    if let Some(mode) = mode {
+        let text = crate::i18n::gettext_f(
+            "The mode “{mode}” lets the agent edit files and run commands without asking you",
+            &[("mode", &mode)],
+        );
+        note.set_tooltip_text(Some(&text));
+        crate::ui::a11y::set_label(&note, &text);
     }
 }
 

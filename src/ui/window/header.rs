@@ -42,9 +42,8 @@ impl ParleyWindow {
             agent.session().tokens(),
         );
         // A compact "Context 42 %" that folds away with the sidebar at phone width.
-        imp.context_meter.set_visible(
-            (size > 0 || !cost.is_empty() || tokens > 0) && !imp.leaflet.is_folded(),
-        );
+        imp.context_meter
+            .set_visible((size > 0 || !cost.is_empty() || tokens > 0) && !imp.leaflet.is_folded());
         let mut shown = Vec::new();
         let mut told = Vec::new();
         if size > 0 {
