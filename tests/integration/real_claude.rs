@@ -29,6 +29,9 @@ pub(crate) fn claude(p: &Project, api: &ModelApi) -> Option<serde_json::Value> {
         // As root with IS_SANDBOX set (as on these machines) Claude Code
         // exits with code 1 at the session's start, saying nothing more.
         ("IS_SANDBOX", String::new()),
+        // The task list (TaskCreate, shown as a plan) is only on for the
+        // older models; the default model of 0.101 (Opus 5.5) has none.
+        ("CLAUDE_CODE_ENABLE_TODO_TOOLS", "1".to_owned()),
     ];
     Some(entry("claude", &bin, &[], p, &env))
 }

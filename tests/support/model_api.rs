@@ -274,7 +274,8 @@ fn serve(stream: TcpStream, state: &Mutex<State>, stop: &AtomicBool) {
             Some(Api::Anthropic),
             body.get("tools")
                 .and_then(Value::as_array)
-                .is_some_and(|t| !t.is_empty()),
+                .is_some_and(|t| !t.is_empty())
+                && !anthropic_suggestion(&body),
         )
     } else if route.ends_with("/responses") {
         (Some(Api::OpenAi), true)
@@ -358,6 +359,22 @@ fn serve(stream: TcpStream, state: &Mutex<State>, stop: &AtomicBool) {
             }
         },
     }
+}
+
+/// Claude Code's guess at the user's next prompt, asked after a turn with
+/// the turn's tools (and so like a main request): a side call, which must
+/// not take a reply meant for the next turn.
+fn anthropic_suggestion(body: &Value) -> bool {
+    let last = body
+        .get("messages")
+        .and_then(Value::as_array)
+        .and_then(|m| m.last());
+    let text = last.and_then(|m| match m.get("content") {
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(Value::Array(blocks)) => blocks.iter().find_map(|b| b.get("text").and_then(Value::as_str)),
+        _ => None,
+    });
+    text.is_some_and(|t| t.starts_with("[SUGGESTION MODE"))
 }
 
 /// How many tool results the agent has sent since the user's last prompt.

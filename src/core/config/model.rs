@@ -197,7 +197,7 @@ impl AgentDef {
             out.push(("mode".to_owned(), Value::String(self.start_mode.clone())));
         }
         for (k, v) in &self.defaults {
-            if !(k == "mode" && !self.start_mode.is_empty()) {
+            if k != "mode" || self.start_mode.is_empty() {
                 out.push((k.clone(), v.clone()));
             }
         }
