@@ -134,6 +134,17 @@ async fn claude_says_it_is_signed_out_then_signs_in_through_a_gateway() {
         .find(|o| o.category == "mode")
         .map(|o| o.current_text());
     assert_eq!(mode.as_deref(), Some("default"));
+    // claude began the session in `auto`, which asks nothing; startMode
+    // replaced it at once, so the conversation does not say it.
+    let conv = h.core.chat.conversation("claude").expect("conversation");
+    assert!(
+        !conv
+            .messages
+            .iter()
+            .any(|m| m.text().contains("without asking you")),
+        "{:#?}",
+        conv.messages
+    );
     key_not_in(h.dir.path());
     assert!(!h.log_of("claude").contains(KEY), "the key is in the agent's log");
     let _ = h.core.auth.forget_keys("claude").await;

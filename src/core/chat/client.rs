@@ -131,6 +131,7 @@ impl ChatService {
                 rules: Mutex::default(),
                 silence: Mutex::new(Some(std::time::Duration::from_secs(300))),
                 unshown: Mutex::new(std::collections::HashSet::new()),
+                unasked: Mutex::default(),
             }),
         };
         supervisor.set_client(Arc::new(ChatClient(Arc::downgrade(&chat.inner))));

@@ -27,6 +27,7 @@ mod state;
 mod steer;
 mod timeline;
 mod turns;
+mod unasked;
 mod updates;
 mod worktree;
 

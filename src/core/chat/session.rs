@@ -245,7 +245,7 @@ impl ChatService {
                 c.usage = Default::default();
             }
             // Judged once the defaults (startMode) are set, below.
-            c.asks_nothing_ready = false;
+            self.unasked_reset(agent, is_new);
             let sid_text = sid.to_string();
             // What the agent said of the session's state before answering
             // (options, mode, title, commands, usage) applies now, before

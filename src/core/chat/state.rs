@@ -52,11 +52,6 @@ pub(super) struct Conv {
     /// Ids of the queued user messages, oldest first.
     pub(super) queue: VecDeque<String>,
     pub(super) usage: Usage,
-    /// The conversation said once that its mode asks nothing.
-    pub(super) asks_nothing_told: bool,
-    /// The session is open and its defaults set: a mode that asks nothing
-    /// is the user's, and is said.
-    pub(super) asks_nothing_ready: bool,
     pub(super) commands: Vec<Command>,
     pub(super) permissions: Vec<PendingPermission>,
     /// The ACP session and the agent generation it belongs to.
@@ -270,6 +265,19 @@ pub(super) struct ChatInner {
     /// The (agent, update kind) pairs already named in the agent's log as
     /// not shown or not understood.
     pub(super) unshown: Mutex<std::collections::HashSet<(String, String)>>,
+    /// Per agent: whether its session is set up and whether its mode that
+    /// asks nothing was said (`unasked`).
+    pub(super) unasked: Mutex<HashMap<String, Unasked>>,
+}
+
+/// Per agent, for `unasked`: whether a mode that asks nothing is judged
+/// yet, and was said.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Unasked {
+    /// The session is open and its defaults set.
+    pub(super) ready: bool,
+    /// Said in this conversation.
+    pub(super) told: bool,
 }
 
 #[derive(Clone)]
@@ -298,9 +306,12 @@ impl ChatService {
 
     pub(super) fn emit(&self, e: Event) {
         // A mode that edits and runs commands without asking is said once
-        // in the conversation (the composer says it while it lasts).
+        // in the conversation (`unasked`); callers may hold the
+        // conversations' lock here, so it is said after.
         let unasked = match &e {
-            Event::SessionChanged(s) => self.unasked(&s.agent, &s.options),
+            Event::SessionChanged(s) => self
+                .unasked_due(&s.agent, &s.options)
+                .map(|m| (s.agent.clone(), m)),
             _ => None,
         };
         if let Some(agent) = self.inner.history.record(&e) {
@@ -308,45 +319,7 @@ impl ChatService {
         }
         events::emit(&self.inner.events, e);
         if let Some((agent, mode)) = unasked {
-            self.say_asks_nothing(&agent, &mode);
-        }
-    }
-
-    /// The mode that asks nothing, if it is to be said now (once).
-    fn unasked(
-        &self,
-        agent: &str,
-        options: &[crate::core::types::options::SessionOption],
-    ) -> Option<(String, String)> {
-        let mode = crate::core::types::options::asking_nothing(options)?;
-        let mut convs = lock(&self.inner.convs);
-        let c = convs
-            .get_mut(agent)
-            .filter(|c| c.asks_nothing_ready && !c.asks_nothing_told)?;
-        c.asks_nothing_told = true;
-        Some((agent.to_owned(), mode))
-    }
-
-    /// The session is open and set up: its mode is judged from now on.
-    pub(super) fn asks_nothing_ready(&self, agent: &str) {
-        let options = lock(&self.inner.convs).get_mut(agent).map(|c| {
-            c.asks_nothing_ready = true;
-            c.options.clone()
-        });
-        if let Some((agent, mode)) = options.and_then(|o| self.unasked(agent, &o)) {
-            self.say_asks_nothing(&agent, &mode);
-        }
-    }
-
-    fn say_asks_nothing(&self, agent: &str, mode: &str) {
-        {
-            self.session_warning(
-                &agent,
-                crate::i18n::gettext_f(
-                    "The mode “{mode}” lets the agent edit files and run commands without asking you. Choose another mode to be asked first.",
-                    &[("mode", mode)],
-                ),
-            );
+            self.say_asks_nothing_later(agent, mode);
         }
     }
 

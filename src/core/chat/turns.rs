@@ -360,7 +360,7 @@ impl ChatService {
     pub(super) fn turn_tokens(&self, agent: &str, tokens: crate::core::types::usage::TurnTokens) {
         let usage = lock(&self.inner.convs).get_mut(agent).map(|c| {
             c.usage.turn = Some(tokens);
-            c.usage.tokens = Some(c.usage.tokens.unwrap_or_default().add(tokens));
+            c.usage.tokens = Some(c.usage.tokens.unwrap_or_default().plus(tokens));
             c.usage.clone()
         });
         if let Some(usage) = usage {

@@ -123,7 +123,7 @@ impl TurnTokens {
     }
 
     /// The sum of two (a session's turns).
-    pub fn add(self, other: TurnTokens) -> TurnTokens {
+    pub fn plus(self, other: TurnTokens) -> TurnTokens {
         TurnTokens {
             input_tokens: self.input_tokens.saturating_add(other.input_tokens),
             output_tokens: self.output_tokens.saturating_add(other.output_tokens),
@@ -175,7 +175,7 @@ mod tests {
             TurnTokens::from_prompt_result(&json!({"usage": {"inputTokens": -1, "outputTokens": "x"}})),
             None
         );
-        let sum = t_of(1, 2).add(t_of(3, 4));
+        let sum = t_of(1, 2).plus(t_of(3, 4));
         assert_eq!(
             (sum.input_tokens, sum.output_tokens, sum.total_tokens),
             (4, 6, 10)

@@ -71,8 +71,8 @@ pub fn rebuild(box_: &super::wrap_box::WrapBox, session: Option<&SessionControls
     let Some(agent) = session else { return };
     for option in &options {
         let widget = match &option.value {
-            OptionValue::Select { current, choices } => select_picker(agent, &option, current, choices),
-            OptionValue::Boolean { current } => boolean_picker(agent, &option, *current),
+            OptionValue::Select { current, choices } => select_picker(agent, option, current, choices),
+            OptionValue::Boolean { current } => boolean_picker(agent, option, *current),
         };
         box_.append(&widget);
     }

@@ -5,10 +5,8 @@
 //! rebuilds.
 
 use adw::prelude::*;
-use adw::subclass::prelude::*;
 use gtk::glib;
 
-use super::sign_in_page::SignInPage;
 use crate::core::auth::{AuthKind, AuthMethod};
 use crate::core::secrets::Secret;
 use crate::i18n::{gettext, gettext_f};
@@ -20,7 +18,17 @@ pub const GATEWAY_URL: &str = "gateway:url";
 pub const GATEWAY_HEADER: &str = "gateway:header";
 pub const GATEWAY_VALUE: &str = "gateway:value";
 
-pub(super) fn method_row(page: &SignInPage, agent: &AgentObject, method: &AuthMethod) -> gtk::Widget {
+/// What a row needs of the page it is on: to keep its button and entries
+/// (found again by name, kept across rebuilds), and to sign in.
+pub trait MethodHost: glib::object::ObjectType + IsA<glib::Object> {
+    fn keep_button(&self, id: &str, button: &gtk::Button);
+    fn keep_entry(&self, name: &str, entry: &KeyField);
+    fn sign_in(&self, agent: &AgentObject, method: &str, values: Vec<(String, Secret)>);
+    fn sign_in_gateway(&self, agent: &AgentObject, method: &str, args: &serde_json::Value);
+    fn open_terminal(&self, agent: &AgentObject, method: &str);
+}
+
+pub fn method_row<P: MethodHost>(page: &P, agent: &AgentObject, method: &AuthMethod) -> gtk::Widget {
     let description = method.description.clone().unwrap_or_default();
     if let AuthKind::Gateway { .. } = method.kind {
         return gateway_row(page, agent, method);
@@ -34,27 +42,28 @@ pub(super) fn method_row(page: &SignInPage, agent: &AgentObject, method: &AuthMe
     button.set_valign(gtk::Align::Center);
     let name = gettext_f("Sign in with {method}", &[("method", &method.name)]);
     crate::ui::a11y::set_label(&button, &name);
-    page.imp()
-        .buttons
-        .borrow_mut()
-        .push((method.id.clone(), button.clone()));
+    page.keep_button(&method.id, &button);
     let id = method.id.clone();
     let key_id = method.id.clone();
     if terminal {
+        let weak_page = page.downgrade();
         button.connect_clicked(glib::clone!(
             #[weak]
-            page,
-            #[weak]
             agent,
-            move |_| page.open_terminal(&agent, &id)
+            move |_| {
+                let Some(page) = weak_page.upgrade() else { return };
+                page.open_terminal(&agent, &id);
+            }
         ));
     } else if method.keys().is_empty() {
+        let weak_page = page.downgrade();
         button.connect_clicked(glib::clone!(
             #[weak]
-            page,
-            #[weak]
             agent,
-            move |_| page.sign_in(&agent, &id, Vec::new())
+            move |_| {
+                let Some(page) = weak_page.upgrade() else { return };
+                page.sign_in(&agent, &id, Vec::new());
+            }
         ));
     }
     if method.keys().is_empty() {
@@ -93,10 +102,7 @@ pub(super) fn method_row(page: &SignInPage, agent: &AgentObject, method: &AuthMe
             move || button.emit_clicked()
         ));
         row.add_row(&entry.row());
-        page.imp()
-            .entries
-            .borrow_mut()
-            .insert(key.name.clone(), entry.clone());
+        page.keep_entry(&key.name, &entry);
         entries.push((key.name.clone(), entry));
     }
     let saved = gtk::Label::new(Some(&gettext(
@@ -122,12 +128,12 @@ pub(super) fn method_row(page: &SignInPage, agent: &AgentObject, method: &AuthMe
         r.set_activatable(false);
         r.set_focusable(false);
     }
+    let weak_page = page.downgrade();
     button.connect_clicked(glib::clone!(
-        #[weak]
-        page,
         #[weak]
         agent,
         move |_| {
+            let Some(page) = weak_page.upgrade() else { return };
             let values: Vec<(String, Secret)> = entries
                 .iter()
                 // An empty entry keeps what is saved (the core says
@@ -146,7 +152,7 @@ pub(super) fn method_row(page: &SignInPage, agent: &AgentObject, method: &AuthMe
 /// A gateway method: where the model's requests go, and the header that
 /// carries the gateway's key. Never a bare button: the agent would take
 /// a gateway sign-in that goes nowhere.
-fn gateway_row(page: &SignInPage, agent: &AgentObject, method: &AuthMethod) -> gtk::Widget {
+fn gateway_row<P: MethodHost>(page: &P, agent: &AgentObject, method: &AuthMethod) -> gtk::Widget {
     let description = method.description.clone().unwrap_or_default();
     let row = adw::ExpanderRow::builder()
         .title(glib::markup_escape_text(&method.name).as_str())
@@ -171,10 +177,7 @@ fn gateway_row(page: &SignInPage, agent: &AgentObject, method: &AuthMethod) -> g
     let button = crate::ui::a11y::mnemonic_button(&gettext("Save and _Sign In"));
     let name = gettext_f("Sign in with {method}", &[("method", &method.name)]);
     crate::ui::a11y::set_label(&button, &name);
-    page.imp()
-        .buttons
-        .borrow_mut()
-        .push((method.id.clone(), button.clone()));
+    page.keep_button(&method.id, &button);
     for (key, field) in [
         (GATEWAY_URL, &url),
         (GATEWAY_HEADER, &header),
@@ -186,10 +189,7 @@ fn gateway_row(page: &SignInPage, agent: &AgentObject, method: &AuthMethod) -> g
             move || button.emit_clicked()
         ));
         row.add_row(&field.row());
-        page.imp()
-            .entries
-            .borrow_mut()
-            .insert(key.to_owned(), field.clone());
+        page.keep_entry(key, field);
     }
     let saved = gtk::Label::new(Some(&gettext(
         "Saved in your keyring, sent to the agent each time it starts",
@@ -213,12 +213,12 @@ fn gateway_row(page: &SignInPage, agent: &AgentObject, method: &AuthMethod) -> g
         r.set_focusable(false);
     }
     let id = method.id.clone();
+    let weak_page = page.downgrade();
     button.connect_clicked(glib::clone!(
-        #[weak]
-        page,
         #[weak]
         agent,
         move |_| {
+            let Some(page) = weak_page.upgrade() else { return };
             let mut headers = serde_json::Map::new();
             let name = header.value();
             if !name.trim().is_empty() {

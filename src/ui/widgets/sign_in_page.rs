@@ -24,7 +24,7 @@ use crate::core::secrets::Secret;
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::models::AgentObject;
 use crate::ui::widgets::secret_entry::KeyField;
-use crate::ui::widgets::sign_in_methods;
+use crate::ui::widgets::sign_in_methods::{self, MethodHost};
 use crate::ui::widgets::sign_in_terminal::{self, Login};
 
 mod imp {
@@ -393,7 +393,7 @@ impl SignInPage {
         row.upcast()
     }
 
-    pub(super) fn sign_in(&self, agent: &AgentObject, method: &str, values: Vec<(String, Secret)>) {
+    fn sign_in_with(&self, agent: &AgentObject, method: &str, values: Vec<(String, Secret)>) {
         let title = agent.title();
         agent.sign_in().sign_in(
             method,
@@ -411,7 +411,7 @@ impl SignInPage {
 
     /// A gateway method's form was sent: checked here first (a bad address
     /// is said at once, and nothing reaches the agent).
-    pub(super) fn sign_in_gateway(&self, agent: &AgentObject, method: &str, args: &serde_json::Value) {
+    fn sign_in_gateway_with(&self, agent: &AgentObject, method: &str, args: &serde_json::Value) {
         let gateway = match crate::core::types::gateway::Gateway::from_args(method, args) {
             Ok(g) => g,
             Err(why) => return toast(self, &crate::core::auth::AuthError::BadGateway(why).to_string()),
@@ -450,7 +450,7 @@ impl SignInPage {
         ));
     }
 
-    pub(super) fn open_terminal(&self, agent: &AgentObject, method: &str) {
+    fn open_terminal_for(&self, agent: &AgentObject, method: &str) {
         agent.sign_in().login_terminal(
             method,
             glib::clone!(
@@ -517,5 +517,33 @@ impl SignInPage {
                 }
             ),
         );
+    }
+}
+
+impl MethodHost for SignInPage {
+    fn keep_button(&self, id: &str, button: &gtk::Button) {
+        self.imp()
+            .buttons
+            .borrow_mut()
+            .push((id.to_owned(), button.clone()));
+    }
+
+    fn keep_entry(&self, name: &str, entry: &KeyField) {
+        self.imp()
+            .entries
+            .borrow_mut()
+            .insert(name.to_owned(), entry.clone());
+    }
+
+    fn sign_in(&self, agent: &AgentObject, method: &str, values: Vec<(String, Secret)>) {
+        self.sign_in_with(agent, method, values);
+    }
+
+    fn sign_in_gateway(&self, agent: &AgentObject, method: &str, args: &serde_json::Value) {
+        self.sign_in_gateway_with(agent, method, args);
+    }
+
+    fn open_terminal(&self, agent: &AgentObject, method: &str) {
+        self.open_terminal_for(agent, method);
     }
 }
