@@ -207,3 +207,54 @@ fn an_agents_worktree_is_always_ask_or_never() {
         "{message}"
     );
 }
+
+#[test]
+fn a_start_mode_the_agent_did_not_offer_is_warned_of_where_it_is() {
+    use crate::core::config::validate::validate_knowing;
+    let text =
+        "{\"agents\": [\n  {\"name\": \"claude\", \"command\": \"sh\",\n   \"startMode\": \"plna\"}\n]}";
+    // What claude offered at its last session.
+    let offered = |agent: &str, key: &str, v: &serde_json::Value| {
+        (agent == "claude" && key == "mode").then(|| {
+            if v == "plan" || v == "default" {
+                Ok(())
+            } else {
+                Err("default, plan".to_owned())
+            }
+        })
+    };
+    let v = validate_knowing(text, &offered);
+    assert_eq!(
+        v.config.as_ref().map(|c| c.agents[0].start_mode.as_str()),
+        Some("plna")
+    );
+    let w: Vec<_> = v.problems.iter().filter(|p| p.warning).collect();
+    assert_eq!(w.len(), 1, "{:?}", v.problems);
+    assert_eq!(w[0].line, 3);
+    assert!(w[0].column > 4, "{:?}", w[0]);
+    assert!(
+        w[0].message.contains("startMode") && w[0].message.contains("plna"),
+        "{}",
+        w[0].message
+    );
+    let fine = validate_knowing(&text.replace("plna", "plan"), &offered);
+    assert!(fine.problems.is_empty(), "{:?}", fine.problems);
+    // startMode wins over defaults.mode, and goes first.
+    let def = crate::core::config::model::AgentDef {
+        start_mode: "plan".into(),
+        defaults: [
+            ("mode".to_owned(), serde_json::json!("auto")),
+            ("model".to_owned(), serde_json::json!("x")),
+        ]
+        .into_iter()
+        .collect(),
+        ..Default::default()
+    };
+    assert_eq!(
+        def.session_defaults(),
+        vec![
+            ("mode".to_owned(), serde_json::json!("plan")),
+            ("model".to_owned(), serde_json::json!("x"))
+        ]
+    );
+}
