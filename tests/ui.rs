@@ -2265,6 +2265,8 @@ mod sshd;
 mod steering;
 #[path = "ui/tab_order.rs"]
 mod tab_order;
+#[path = "ui/todays_agents.rs"]
+mod todays_agents;
 #[path = "ui/text_and_direction.rs"]
 mod text_and_direction;
 
@@ -3250,6 +3252,10 @@ fn main() {
         ("ui::sign_in_with_an_agent_method", sign_in_with_an_agent_method),
         ("ui::sign_in_in_a_terminal", sign_in_in_a_terminal),
         ("ui::sign_in_with_a_key", sign_in_with_a_key),
+        (
+            "ui::a_gateway_a_mode_that_asks_nothing_and_tokens",
+            todays_agents::a_gateway_a_mode_that_asks_nothing_and_tokens,
+        ),
         ("ui::claude_login_in_the_window", claude_login_in_the_window),
         (
             "ui::a_long_stream_is_followed_to_its_end",

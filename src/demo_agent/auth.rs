@@ -33,6 +33,11 @@ pub fn methods(agent: &Agent) -> Value {
             "vars": [{"name": "DEMO_API_KEY", "label": "Demo key"}]}),
         );
     }
+    if agent.mode("auth-gateway").is_some() {
+        list.push(json!({"id": "demo-gateway", "name": "Demo gateway",
+            "description": "Sends the demo's model requests through your gateway",
+            "_meta": {"gateway": {"protocol": "openai"}}}));
+    }
     if agent.mode("auth-terminal").is_some() {
         list.extend([
             json!({"id": "demo-terminal", "name": "Sign in in a terminal", "type": "terminal",
@@ -49,6 +54,9 @@ pub fn methods(agent: &Agent) -> Value {
 pub fn session_refused(agent: &Agent, cwd: &Path) -> Option<String> {
     if agent.mode("auth-env").is_some() && std::env::var("DEMO_API_KEY").map_or(true, |k| k.is_empty()) {
         return Some("Authentication required: DEMO_API_KEY is not set".into());
+    }
+    if agent.mode("auth-gateway").is_some() && !agent.signed_in.load(Ordering::Relaxed) {
+        return Some("Authentication required: no gateway".into());
     }
     if agent.mode("auth-terminal").is_some() && !cwd.join(SIGNED_IN_FILE).exists() {
         return Some("Authentication required: sign in in a terminal first".into());
@@ -78,8 +86,27 @@ pub async fn authenticate(agent: &Agent, id: &Value, params: Value) {
         }
         "demo-key" => agent.respond_error(id, -32000, "DEMO_API_KEY is not set"),
         "demo-refuse" => agent.respond_error(id, -32000, "Wrong password (demo-refuse always fails)"),
+        // As claude-agent-acp 0.101 and codex-acp 2.6 take a gateway: its
+        // base URL and headers in `_meta.gateway`, then who is signed in.
+        "demo-gateway" => {
+            let url = params.pointer("/_meta/gateway/baseUrl").and_then(Value::as_str).unwrap_or_default();
+            if !url.starts_with("http") {
+                return agent.respond_error(id, -32602, "_meta.gateway.baseUrl must be an absolute http(s) URL");
+            }
+            let host = url.split("://").nth(1).unwrap_or_default().split('/').next().unwrap_or_default();
+            eprintln!("demo: gateway at {host}");
+            agent.signed_in.store(true, Ordering::Relaxed);
+            agent.respond(id, json!({}));
+            account_status(agent, json!({"kind": "gateway", "label": "Custom model gateway", "detail": host}));
+        }
         other => agent.respond_error(id, -32602, &format!("unknown auth method: {other}")),
     }
+}
+
+/// `_auth/status_update` (claude-agent-acp's and codex-acp's word on who is
+/// signed in).
+pub fn account_status(agent: &Agent, status: Value) {
+    agent.send(&json!({"jsonrpc": "2.0", "method": "_auth/status_update", "params": {"authStatus": status}}));
 }
 
 /// `auth/status` (mode `auth-status`): signed in or not.
@@ -101,6 +128,9 @@ pub fn capabilities(agent: &Agent) -> Value {
     }
     if agent.mode("auth-status").is_some() {
         caps.insert("status".into(), json!({}));
+    }
+    if agent.mode("auth-gateway").is_some() {
+        caps.insert("_meta".into(), json!({"authStatus": {}}));
     }
     Value::Object(caps)
 }

@@ -64,6 +64,10 @@ pub(super) async fn initialize(agent: &Agent, id: &Value, params: Value) {
             "agentInfo": {"name": "parley-demo-agent", "title": "Demo Agent", "version": env!("CARGO_PKG_VERSION")}
         }),
     );
+    if agent.mode("auth-gateway").is_some() {
+        // Right after the answer, as claude-agent-acp 0.101 does.
+        auth::account_status(agent, json!({"kind": "none", "label": "Not logged in"}));
+    }
     if agent.mode("close-stdout").is_some() {
         // Hostile: the connection ends, the process does not.
         let _out = agent.out.lock().unwrap_or_else(|e| e.into_inner());

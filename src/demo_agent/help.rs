@@ -51,6 +51,11 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   additional-dirs      take additionalDirectories in session/new
   close-stdout         close stdout after answering initialize, keep running
   auth-status          offer auth/status (unauthenticated until signed in)
+  auth-gateway         offer a gateway method (_meta.gateway) and say who is
+                       signed in (_auth/status_update): Not logged in until
+                       a gateway is given
+  tokens               tell each turn's tokens in the prompt result (usage,
+                       and _meta.quota)
                        and send auth/status_update after demo-login
   resume               offer session/resume and session/close
   load                 offer session/load (replays the stored turns as

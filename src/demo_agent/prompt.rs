@@ -206,5 +206,13 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
     steering::say_steered(&agent, &sid);
     steering::end(&agent, &sid);
     sessions::end_turn(&agent, &sid, &text);
-    agent.respond(&id, json!({"stopReason": stop}));
+    if agent.mode("tokens").is_some() {
+        // What the turn cost, as opencode and kilo tell it (`usage`), and
+        // the same figures in `_meta.quota`, as claude-agent-acp sends both.
+        let input = 1000 + text.len() as u64;
+        let usage = json!({"inputTokens": input, "outputTokens": 250, "totalTokens": input + 250});
+        agent.respond(&id, json!({"stopReason": stop, "usage": usage, "_meta": {"quota": {"token_count": usage}}}));
+    } else {
+        agent.respond(&id, json!({"stopReason": stop}));
+    }
 }
