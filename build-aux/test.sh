@@ -11,6 +11,9 @@ build-aux/install-deps.sh || exit 1
 
 PARLEY_TEST_AGENTS=$(build-aux/install-test-agents.sh | tail -n 1)
 export PARLEY_TEST_AGENTS
+# The agents that ask for Node.js 22 (claude-agent-acp 0.101) get the one
+# install-test-agents.sh put in the cache, whatever the machine has.
+[ -x "$PARLEY_TEST_AGENTS/node22/bin/node" ] && export PATH="$PARLEY_TEST_AGENTS/node22/bin:$PATH"
 
 echo "== meson: setup, compile, test"
 builddir=target/meson

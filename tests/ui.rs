@@ -2265,10 +2265,10 @@ mod sshd;
 mod steering;
 #[path = "ui/tab_order.rs"]
 mod tab_order;
-#[path = "ui/todays_agents.rs"]
-mod todays_agents;
 #[path = "ui/text_and_direction.rs"]
 mod text_and_direction;
+#[path = "ui/todays_agents.rs"]
+mod todays_agents;
 
 /// Add Agent: the empty sidebar's button, the registry's list (icons,
 /// versions, licences, "Added"), search, an install that ends on the
@@ -2553,7 +2553,8 @@ fn claude_pickers(app: &adw::Application) -> Result<(), String> {
     spin_until("claude's pickers", Duration::from_secs(30), || {
         picker(&f, "mode").is_some() && picker(&f, "model").is_some() && picker(&f, "effort").is_some()
     })?;
-    choose(&f, "model", "Sonnet", Some("17-claude-model-picker"))?;
+    // claude-agent-acp 0.101 names it "Sonnet 5.5".
+    choose(&f, "model", "Sonnet 5.5", Some("17-claude-model-picker"))?;
     spin_until("Sonnet shown", Duration::from_secs(20), || {
         picker_says(&f, "model").contains("Sonnet")
     })?;

@@ -89,15 +89,31 @@ pub async fn authenticate(agent: &Agent, id: &Value, params: Value) {
         // As claude-agent-acp 0.101 and codex-acp 2.6 take a gateway: its
         // base URL and headers in `_meta.gateway`, then who is signed in.
         "demo-gateway" => {
-            let url = params.pointer("/_meta/gateway/baseUrl").and_then(Value::as_str).unwrap_or_default();
+            let url = params
+                .pointer("/_meta/gateway/baseUrl")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             if !url.starts_with("http") {
-                return agent.respond_error(id, -32602, "_meta.gateway.baseUrl must be an absolute http(s) URL");
+                return agent.respond_error(
+                    id,
+                    -32602,
+                    "_meta.gateway.baseUrl must be an absolute http(s) URL",
+                );
             }
-            let host = url.split("://").nth(1).unwrap_or_default().split('/').next().unwrap_or_default();
+            let host = url
+                .split("://")
+                .nth(1)
+                .unwrap_or_default()
+                .split('/')
+                .next()
+                .unwrap_or_default();
             eprintln!("demo: gateway at {host}");
             agent.signed_in.store(true, Ordering::Relaxed);
             agent.respond(id, json!({}));
-            account_status(agent, json!({"kind": "gateway", "label": "Custom model gateway", "detail": host}));
+            account_status(
+                agent,
+                json!({"kind": "gateway", "label": "Custom model gateway", "detail": host}),
+            );
         }
         other => agent.respond_error(id, -32602, &format!("unknown auth method: {other}")),
     }

@@ -52,9 +52,7 @@ pub(super) async fn initialize(agent: &Agent, id: &Value, params: Value) {
     let version = if agent.mode("protocol-2").is_some() { 2 } else { 1 };
     let (prompt_caps, mcp_caps, session_caps) = controls::capabilities(agent);
     let session_caps = sessions::capabilities(agent, session_caps);
-    agent.respond(
-        id,
-        json!({
+    let mut answer = json!({
             "protocolVersion": version,
             "agentCapabilities": {"loadSession": sessions::load_session(agent), "promptCapabilities": prompt_caps,
                 "mcpCapabilities": mcp_caps, "sessionCapabilities": session_caps,
@@ -62,8 +60,11 @@ pub(super) async fn initialize(agent: &Agent, id: &Value, params: Value) {
                 "_meta": super::steering::meta(agent)},
             "authMethods": auth::methods(agent),
             "agentInfo": {"name": "parley-demo-agent", "title": "Demo Agent", "version": env!("CARGO_PKG_VERSION")}
-        }),
-    );
+    });
+    if let Some(meta) = super::steering::top_meta(agent) {
+        answer["_meta"] = meta;
+    }
+    agent.respond(id, answer);
     if agent.mode("auth-gateway").is_some() {
         // Right after the answer, as claude-agent-acp 0.101 does.
         auth::account_status(agent, json!({"kind": "none", "label": "Not logged in"}));

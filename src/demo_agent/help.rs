@@ -51,6 +51,10 @@ Start-up modes, comma-separated in PARLEY_DEMO_MODE:
   additional-dirs      take additionalDirectories in session/new
   close-stdout         close stdout after answering initialize, keep running
   auth-status          offer auth/status (unauthenticated until signed in)
+  steer-request        advertise the _session/steering extension (as codex-acp
+                       2.6 does) and take its messages into the running turn
+  replay-on-resume     with resume: replay the session on session/resume too
+                       (as fast-agent 0.10.48 does, against the spec)
   auth-gateway         offer a gateway method (_meta.gateway) and say who is
                        signed in (_auth/status_update): Not logged in until
                        a gateway is given

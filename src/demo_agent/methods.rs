@@ -54,6 +54,9 @@ pub(super) async fn handle(agent: Arc<Agent>, msg: Value) {
                 flag.store(true, Ordering::Relaxed);
             }
         }
+        (Some("_session/steering"), Some(id)) if agent.mode("steer-request").is_some() => {
+            super::steering::request(&agent, &id, &params)
+        }
         (Some(m), Some(id)) if sessions::answers(&agent, m) => sessions::handle(&agent, m, &id, &params),
         (Some(other), Some(id)) => agent.respond_error(&id, -32601, &format!("method not found: {other}")),
         (Some(other), None) => eprintln!("demo: ignored notification {other}"),

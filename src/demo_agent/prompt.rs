@@ -211,7 +211,10 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         // the same figures in `_meta.quota`, as claude-agent-acp sends both.
         let input = 1000 + text.len() as u64;
         let usage = json!({"inputTokens": input, "outputTokens": 250, "totalTokens": input + 250});
-        agent.respond(&id, json!({"stopReason": stop, "usage": usage, "_meta": {"quota": {"token_count": usage}}}));
+        agent.respond(
+            &id,
+            json!({"stopReason": stop, "usage": usage, "_meta": {"quota": {"token_count": usage}}}),
+        );
     } else {
         agent.respond(&id, json!({"stopReason": stop}));
     }

@@ -286,7 +286,9 @@ fn reopen(agent: &Agent, id: &Value, params: &Value, replay: bool) {
     };
     controls::record_session(agent, params);
     *agent.cwd.lock().unwrap_or_else(|e| e.into_inner()) = cwd.to_owned();
-    if replay {
+    // `replay-on-resume`: replays on session/resume too, as fast-agent
+    // 0.10.48 does (against the spec).
+    if replay || agent.mode("replay-on-resume").is_some() {
         // Before registering: the replayed agent text is history, not
         // part of the next turn.
         for turn in &stored.turns {

@@ -20,9 +20,54 @@ pub(super) fn meta(agent: &Agent) -> Value {
     }
 }
 
+/// The answer's top-level `_meta` in mode `steer-request`: the
+/// `_session/steering` extension, where codex-acp 2.6 advertises it.
+pub(super) fn top_meta(agent: &Agent) -> Option<Value> {
+    agent
+        .mode("steer-request")
+        .map(|_| json!({"steering": {"supported": true}}))
+}
+
+/// `_session/steering` (mode `steer-request`): `text` into the running turn
+/// of the session, answered at once with the outcome.
+pub(super) fn request(agent: &Agent, id: &Value, params: &Value) {
+    let sid = params
+        .get("sessionId")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let text: String = params
+        .get("prompt")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect();
+    let taken = match agent
+        .steering
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_mut(sid)
+    {
+        Some((_, texts)) => {
+            texts.push(text);
+            true
+        }
+        None => false,
+    };
+    if taken {
+        eprintln!("demo: steered by _session/steering");
+        agent.respond(id, json!({"outcome": "injected"}));
+    } else {
+        agent.respond(
+            id,
+            json!({"outcome": "promptRequired", "reason": "noRunningTurn"}),
+        );
+    }
+}
+
 /// A turn of `sid` begins: prompts that come meanwhile are steering.
 pub(super) fn begin(agent: &Agent, sid: &str) {
-    if agent.mode("steer").is_some() {
+    if agent.mode("steer").is_some() || agent.mode("steer-request").is_some() {
         let mut s = agent.steering.lock().unwrap_or_else(|e| e.into_inner());
         s.insert(sid.to_owned(), (Arc::new(Notify::new()), Vec::new()));
     }

@@ -83,6 +83,29 @@ fn keeping(mode: &str) -> Harness {
     probe
 }
 
+/// fast-agent 0.10.48 replays its history on `session/resume` too: the
+/// replay is taken as a load's, and not glued onto the next answer.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_replay_on_resume_is_not_glued_onto_the_next_answer() {
+    let h = keeping("resume,replay-on-resume");
+    let mut h = h.restart().await;
+    said(&mut h, "k", "echo the first answer").await;
+    let id = h.core.chat.list("k", 0, 50).await.expect("list").conversations[0]
+        .id
+        .clone();
+    let mut h = h.restart().await;
+    h.core.chat.open("k", &id).await.expect("open");
+    said(&mut h, "k", "echo the second answer").await;
+    let t = texts(&h, "k");
+    assert_eq!(t.len(), 4, "{t:?}");
+    assert_eq!(t[3].1.trim(), "the second answer", "{t:?}");
+    assert!(
+        logged_soon(&h, "k", "replayed").await,
+        "{:?}",
+        h.core.agents.logs("k")
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_conversation_survives_a_restart_and_its_session_is_resumed() {
     let h = keeping("resume");

@@ -300,6 +300,39 @@ fn steer_goes_into_the_running_turn_where_the_agent_takes_it() {
     let _ = s.child.wait();
 }
 
+/// codex-acp 2.6's way: the `_session/steering` extension (advertised at
+/// the top of `initialize`'s answer) puts the message into the running
+/// turn, which goes on and ends once.
+#[test]
+fn steer_goes_in_through_the_steering_extension() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = config(dir.path(), vec![agent("codexlike", "steer-request")]);
+    let mut s = Serve::start(dir.path(), &config);
+    s.call(1, "ChatService.Send", json!(["codexlike", "slow 30 50"]));
+    s.wait("the answer begins", |v| {
+        v["event"] == "message:delta" && v["payload"]["agent"] == "codexlike"
+    });
+    let steered = s.call(2, "ChatService.Steer", json!(["codexlike", "use tabs"]));
+    assert!(steered["result"].is_string(), "{steered}");
+    idle(&s);
+    let conversation = s.call(3, "ChatService.Conversation", json!(["codexlike"]));
+    let said = texts(&conversation);
+    let roles: Vec<&str> = said.iter().map(|(r, _)| r.as_str()).collect();
+    assert_eq!(roles, ["user", "agent", "user", "agent"], "{said:?}");
+    assert!(said[3].1.starts_with("Steered: use tabs. "), "{said:?}");
+    assert!(said[3].1.contains("chunk 29"), "the turn went on: {said:?}");
+    let messages = conversation["result"]["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        messages.iter().all(|m| m["done"] == true && m["error"].is_null()),
+        "{conversation}"
+    );
+    drop(s.stdin);
+    let _ = s.child.wait();
+}
+
 /// Three agents: two with a stored conversation (one moved on to a second)
 /// and a draft each, one with only a draft; Parley is killed (SIGKILL);
 /// started again, each comes back as it was left.

@@ -18,7 +18,9 @@ fn claude_config(api: &ModelApi, home: &std::path::Path, cwd: &std::path::Path) 
                 "ANTHROPIC_API_KEY": "sk-standin", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
                 "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
                 "HTTPS_PROXY": api.url(), "NO_PROXY": "127.0.0.1,localhost",
-                "CLAUDE_CODE_MAX_RETRIES": "0", "IS_SANDBOX": ""}}]});
+                "CLAUDE_CODE_MAX_RETRIES": "0", "IS_SANDBOX": ""},
+        // It starts in `auto`, which asks a classifier model, not the user.
+        "startMode": "default"}]});
     Some(config.to_string())
 }
 
@@ -56,9 +58,10 @@ pub fn claude_full_turn(app: &adw::Application) -> Result<(), String> {
         return Err(format!("the banner shows the diffs {diffs:?}"));
     }
     save_png(&f.win, "real-claude-permission")?;
+    // claude-agent-acp 0.101's own words for allowing once: "Yes".
     let allow = buttons(banner.upcast_ref())
         .into_iter()
-        .find(|b| b.label().as_deref() == Some("Allow"))
+        .find(|b| matches!(b.label().as_deref(), Some("Allow" | "Yes")))
         .ok_or("no Allow button")?;
     allow.emit_clicked();
     spin_until("the end of the turn", Duration::from_secs(60), || {

@@ -38,7 +38,9 @@ pub fn a_gateway_a_mode_that_asks_nothing_and_tokens(app: &adw::Application) -> 
         return Err(format!("the agent's word is not on the page: {shown:?}"));
     }
     // A bad address is said at once, and the page stays.
-    page.key_entry("gateway:url").ok_or("no url")?.set_value("gateway.example");
+    page.key_entry("gateway:url")
+        .ok_or("no url")?
+        .set_value("gateway.example");
     page.method_button("demo-gateway")
         .ok_or("no button for demo-gateway")?
         .emit_clicked();
@@ -49,7 +51,9 @@ pub fn a_gateway_a_mode_that_asks_nothing_and_tokens(app: &adw::Application) -> 
     page.key_entry("gateway:url")
         .ok_or("no url")?
         .set_value("http://127.0.0.1:9/v1");
-    page.key_entry("gateway:header").ok_or("no header")?.set_value("x-api-key");
+    page.key_entry("gateway:header")
+        .ok_or("no header")?
+        .set_value("x-api-key");
     value.set_value("sk-demo-gateway-secret");
     save_png(&f.win, "60-gateway-form")?;
     page.method_button("demo-gateway")
@@ -90,7 +94,9 @@ pub fn a_gateway_a_mode_that_asks_nothing_and_tokens(app: &adw::Application) -> 
         return Err(format!("the note's name: {label:?}"));
     }
     spin_until("the conversation to say it", Duration::from_secs(10), || {
-        conversation_texts(&f).iter().any(|t| t.contains("without asking you"))
+        conversation_texts(&f)
+            .iter()
+            .any(|t| t.contains("without asking you"))
     })?;
     save_png(&f.win, "60-asks-nothing")?;
     choose(&f, "mode", "Ask", None)?;

@@ -141,8 +141,27 @@ pub async fn initialize(conn: &Connection) -> Result<Initialized, CallError> {
     if let Some(o) = rest.as_object_mut() {
         o.remove("authMethods");
     }
+    let mut response: acp::InitializeResponse = decode("initialize", rest)?;
+    // claude-agent-acp and codex-acp advertise the `_session/steering`
+    // extension at the answer's top level (`_meta.steering.supported`), not
+    // in `agentCapabilities`: kept with the capabilities, where the chat
+    // looks (`chat::steer`).
+    let steering = response
+        .meta
+        .as_ref()
+        .and_then(|m| m.get("steering"))
+        .and_then(|s| s.get("supported"))
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    if steering {
+        response
+            .agent_capabilities
+            .meta
+            .get_or_insert_with(Default::default)
+            .insert("steering".to_owned(), serde_json::json!({"supported": true}));
+    }
     Ok(Initialized {
-        response: decode("initialize", rest)?,
+        response,
         auth_methods,
         can_logout,
     })

@@ -207,7 +207,7 @@ impl ChatService {
                 (raw, response.session_id, false, true)
             }
         };
-        let (restarted, sid, early) = {
+        let (restarted, sid, early, replayed_count) = {
             let mut convs = lock(&self.inner.convs);
             let c = convs.entry(agent.to_owned()).or_default();
             if c.serial != opening.serial {
@@ -268,7 +268,17 @@ impl ChatService {
                 }
             }
             emit(c.session_changed(agent));
-            if loaded {
+            // An agent that replays its history on `session/resume` too
+            // (fast-agent 0.10.48, against the spec): the replay begins with
+            // the user's words, which no turn of this run has sent yet. It
+            // is taken as on `session/load`, not glued onto the next answer.
+            let replayed_on_resume = !is_new
+                && !loaded
+                && content
+                    .iter()
+                    .any(|(_, u)| matches!(u, acp::SessionUpdate::UserMessageChunk(_)));
+            let replayed_count = if replayed_on_resume { content.len() } else { 0 };
+            if loaded || replayed_on_resume {
                 let replay = replayed(agent, content, &mut next_id);
                 for m in merge(&mut c.messages, replay) {
                     emit(crate::core::events::Event::MessageUpdated(
@@ -280,8 +290,14 @@ impl ChatService {
                 }
                 content = Vec::new();
             }
-            (restarted, sid, content)
+            (restarted, sid, content, replayed_count)
         };
+        if replayed_count > 0 {
+            sup.log(
+                agent,
+                format!("parley: the agent replayed {replayed_count} updates on session/resume; taken as a session/load's replay"),
+            );
+        }
         self.record_session(agent, &sid.to_string());
         if !is_new {
             self.asks_nothing_ready(agent);

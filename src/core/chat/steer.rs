@@ -1,19 +1,68 @@
 //! `Steer`: a message into the running turn, for agents that take one.
-//! ACP has no method for it yet; claude-agent-acp advertises
-//! `_meta.claudeCode.promptQueueing` and takes a `session/prompt` sent
-//! during a turn into that turn. The turn then ends once every prompt sent
-//! in it has been answered.
+//! ACP has no method for it yet. Agents advertise prompt queueing under
+//! their own name in `agentCapabilities._meta` (claude-agent-acp's
+//! `claudeCode.promptQueueing`, qoder's `qoder.promptQueueing`) and take a
+//! `session/prompt` sent during a turn into that turn; the turn then ends
+//! once every prompt sent in it has been answered. Others (codex-acp 2.6)
+//! advertise the `_session/steering` extension, whose request puts the
+//! message into the running turn and answers at once.
 
 use super::state::*;
 
-/// Whether the agent takes a prompt during a turn of its session.
+/// Whether the agent takes a prompt during a turn of its session: any
+/// vendor's `promptQueueing: true` in `agentCapabilities._meta`.
 fn takes_prompts_mid_turn(caps: &acp::AgentCapabilities) -> bool {
+    caps.meta.as_ref().is_some_and(|m| {
+        m.values()
+            .any(|v| v.get("promptQueueing").and_then(Value::as_bool) == Some(true))
+    })
+}
+
+/// Whether the agent takes `_session/steering` (see `acp::calls::initialize`).
+fn takes_steering_requests(caps: &acp::AgentCapabilities) -> bool {
     caps.meta
         .as_ref()
-        .and_then(|m| m.get("claudeCode"))
-        .and_then(|c| c.get("promptQueueing"))
+        .and_then(|m| m.get("steering"))
+        .and_then(|s| s.get("supported"))
         .and_then(Value::as_bool)
         .unwrap_or(false)
+}
+
+/// `_session/steering`: the message into the running turn. `Ok` once the
+/// agent says it went in; its `outcome` otherwise (`promptRequired`: no
+/// turn runs; `failed`), with its reason.
+async fn steering_request(
+    conn: &crate::core::acp::Connection,
+    sid: &acp::SessionId,
+    text: String,
+) -> Result<(), String> {
+    let params = serde_json::json!({
+        "sessionId": sid.to_string(),
+        "prompt": [{"type": "text", "text": text}],
+        "_meta": {"steering": {"idleBehavior": "promptRequired"}},
+    });
+    let answer = conn
+        .request("_session/steering", params)
+        .await
+        .map_err(|e| e.to_string())?;
+    match answer.get("outcome").and_then(Value::as_str) {
+        Some("injected") => Ok(()),
+        other => Err(crate::i18n::gettext_f(
+            "the agent did not take it into the turn ({outcome})",
+            &[(
+                "outcome",
+                &[
+                    other.unwrap_or("?"),
+                    answer.get("reason").and_then(Value::as_str).unwrap_or(""),
+                ]
+                .iter()
+                .filter(|s| !s.is_empty())
+                .copied()
+                .collect::<Vec<_>>()
+                .join(": "),
+            )],
+        )),
+    }
 }
 
 impl ChatService {
@@ -23,7 +72,7 @@ impl ChatService {
         self.inner
             .supervisor
             .capabilities(agent)
-            .is_some_and(|c| takes_prompts_mid_turn(&c))
+            .is_some_and(|c| takes_prompts_mid_turn(&c) || takes_steering_requests(&c))
     }
 
     /// `Steer(agent, text)`: sends `text` into the running turn; the id of
@@ -82,8 +131,14 @@ impl ChatService {
         let agent = agent.to_owned();
         let text = text.to_owned();
         let steered = id.clone();
+        let queueing = self
+            .inner
+            .supervisor
+            .capabilities(&agent)
+            .is_some_and(|c| takes_prompts_mid_turn(&c));
         tokio::spawn(async move {
             let answer = match this.inner.supervisor.connection(&agent) {
+                Some((conn, _)) if !queueing => steering_request(&conn, &sid, text).await,
                 // A steered prompt's own answer tells its tokens too.
                 Some((conn, _)) => calls::prompt(&conn, &sid, vec![acp::ContentBlock::from(text)])
                     .await

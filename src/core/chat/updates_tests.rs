@@ -247,3 +247,28 @@ fn without_a_streamed_message_updates_start_one_and_unshown_kinds_are_named() {
     );
     assert_eq!(unshown.as_deref(), Some("subagent_update"));
 }
+
+#[test]
+fn an_object_raw_output_beside_a_diff_is_not_dumped() {
+    // qwen-code's edit: the diff, and a rawOutput holding both files again.
+    let mut c = conv();
+    apply(
+        &mut c,
+        vec![
+            json!({"sessionUpdate": "tool_call", "toolCallId": "e1", "title": "Edit a.txt", "kind": "edit",
+                "content": [{"type": "diff", "path": "/p/a.txt", "oldText": "old", "newText": "new"}]}),
+            json!({"sessionUpdate": "tool_call_update", "toolCallId": "e1", "status": "completed",
+                "rawOutput": {"fileDiff": "@@ -1 +1 @@", "originalContent": "old", "newContent": "new"}}),
+            // With nothing else to show, an object is still shown as it came.
+            json!({"sessionUpdate": "tool_call", "toolCallId": "o1", "title": "Other",
+                "rawOutput": {"answer": 42}}),
+        ],
+    );
+    let edit = find_tool(&c, "e1").expect("the edit");
+    assert_eq!(edit.diffs.len(), 1);
+    assert_eq!(edit.output, "", "the rawOutput object was dumped");
+    assert_eq!(
+        find_tool(&c, "o1").map(|t| t.output.clone()).as_deref(),
+        Some(r#"{"answer":42}"#)
+    );
+}

@@ -158,6 +158,29 @@ fn provider_key(meta: &Value) -> Option<KeyVar> {
     })
 }
 
+/// A key the agent names in its words but does not declare as a field
+/// (droid: "set FACTORY_API_KEY"; qwen-code's `openai` method): the first
+/// word that looks like a key's variable (`…_API_KEY`, `…_KEY`,
+/// `…_TOKEN`), offered as a key to keep in the keyring and pass in its
+/// environment.
+pub fn named_key(words: Option<&str>) -> Option<KeyVar> {
+    words?
+        .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .find(|w| {
+            w.len() > 4
+                && w.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+                && ["_KEY", "_TOKEN"].iter().any(|end| w.ends_with(end))
+                && is_env_name(w)
+        })
+        .map(|name| KeyVar {
+            name: name.to_owned(),
+            label: None,
+            secret: true,
+            optional: false,
+        })
+}
+
 fn method(v: &Value) -> Option<AuthMethod> {
     let id = text(v.get("id"))?;
     let name = text(v.get("name")).unwrap_or_else(|| id.clone());
@@ -192,7 +215,10 @@ fn method(v: &Value) -> Option<AuthMethod> {
                 protocol: text(meta.pointer("/gateway/protocol")).unwrap_or_default(),
             },
             _ => AuthKind::Agent {
-                keys: provider_key(&meta).into_iter().collect(),
+                keys: provider_key(&meta)
+                    .or_else(|| named_key(description.as_deref()))
+                    .into_iter()
+                    .collect(),
             },
         },
         // A type this Parley does not know cannot be offered.
@@ -342,6 +368,18 @@ mod tests {
         let wire = serde_json::to_value(&codex[1]).expect("json");
         assert_eq!(wire["type"], "env_var");
         assert_eq!(wire["vars"][0]["name"], "CODEX_API_KEY");
+    }
+
+    #[test]
+    fn a_key_named_in_the_description_is_offered() {
+        let methods = parse(Some(&json!([
+            {"id": "factory-api-key", "name": "Factory API key", "description": "Set FACTORY_API_KEY to sign in"},
+            {"id": "openai", "name": "OpenAI", "description": "Use an OpenAI-compatible API (OPENAI_API_KEY, OPENAI_BASE_URL)"},
+            {"id": "login", "name": "Log in", "description": "Opens your browser"},
+        ])));
+        assert_eq!(methods[0].keys()[0].name, "FACTORY_API_KEY");
+        assert_eq!(methods[1].keys()[0].name, "OPENAI_API_KEY");
+        assert!(methods[2].keys().is_empty());
     }
 
     #[test]

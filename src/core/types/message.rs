@@ -303,75 +303,24 @@ fn compact(v: &Option<serde_json::Value>) -> String {
     v.as_ref().map(|v| v.to_string()).unwrap_or_default()
 }
 
-/// A tool's `rawOutput` as a reader wants it: a string as itself (not as
-/// a JSON string with quotes and escapes, as claude-agent-acp's Edit sends
-/// it); codex-acp's command objects as what the command printed
-/// (`formatted_output`, else `stdout` and `stderr`, else `aggregated_output`
-/// or `output`); anything else as compact JSON.
-pub fn output_text(v: &serde_json::Value) -> String {
-    use serde_json::Value;
-    let field = |k: &str| v.get(k).and_then(Value::as_str).filter(|s| !s.trim().is_empty());
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        Value::Object(_) => {
-            if let Some(f) = field("formatted_output") {
-                return f.to_owned();
-            }
-            let streams: Vec<&str> = ["stdout", "stderr"].into_iter().filter_map(field).collect();
-            if !streams.is_empty() {
-                return streams.join("\n");
-            }
-            field("aggregated_output")
-                .or_else(|| field("output"))
-                .map_or_else(|| v.to_string(), str::to_owned)
-        }
-        _ => v.to_string(),
-    }
-}
-
-/// The command line in a tool's `rawInput`, where it names one: codex-acp's
-/// `command` (a string, or an argument list such as `["bash", "-lc", "echo
-/// hi"]`, of which the script is shown), else its `parsed_cmd[].cmd`.
-pub fn command_line(v: &serde_json::Value) -> Option<String> {
-    use serde_json::Value;
-    let line = match v.get("command").or_else(|| v.get("cmd")) {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Array(args)) => {
-            let args: Vec<&str> = args.iter().filter_map(Value::as_str).collect();
-            match args.as_slice() {
-                // A shell running a script: the script is what was asked.
-                [shell, flag, script]
-                    if shell.ends_with("sh") && flag.starts_with('-') && flag.ends_with('c') =>
-                {
-                    Some((*script).to_owned())
-                }
-                [] => None,
-                _ => Some(args.join(" ")),
-            }
-        }
-        _ => None,
-    };
-    line.or_else(|| {
-        let cmds: Vec<&str> = v
-            .get("parsed_cmd")?
-            .as_array()?
-            .iter()
-            .filter_map(|c| c.get("cmd").and_then(Value::as_str))
-            .collect();
-        (!cmds.is_empty()).then(|| cmds.join(" && "))
-    })
-    .map(|l| l.trim().to_owned())
-    .filter(|l| !l.is_empty())
-}
+pub use super::tool_text::{command_line, output_text};
 
 fn apply_content(call: &mut ToolCall, content: &[acp::ToolCallContent]) {
     let mut output = Vec::new();
     let mut diffs = Vec::new();
     let mut terminals = Vec::new();
+    let mut internal = false;
     for c in content {
         match c {
-            acp::ToolCallContent::Content(c) => output.push(block_text(&c.content)),
+            acp::ToolCallContent::Content(c) => {
+                let text = block_text(&c.content);
+                // A harness's note to the model is no one's words here.
+                if super::tool_text::is_internal(&text) {
+                    internal = true;
+                } else {
+                    output.push(text);
+                }
+            }
             acp::ToolCallContent::Diff(d) => diffs.push(Diff {
                 path: d.path.display().to_string(),
                 old_text: d.old_text.clone().unwrap_or_default(),
@@ -381,6 +330,10 @@ fn apply_content(call: &mut ToolCall, content: &[acp::ToolCallContent]) {
             acp::ToolCallContent::Terminal(t) => terminals.push(t.terminal_id.to_string()),
             _ => output.push("[content]".into()),
         }
+    }
+    if internal && output.is_empty() && diffs.is_empty() && terminals.is_empty() {
+        // Only internal text came: what the call showed (its task) stays.
+        return;
     }
     call.output = output.join("\n");
     call.diffs = diffs;
@@ -415,7 +368,11 @@ impl From<&acp::ToolCall> for ToolCall {
         };
         apply_content(&mut call, &t.content);
         if call.output.is_empty() {
-            call.output = t.raw_output.as_ref().map(output_text).unwrap_or_default();
+            call.output = t
+                .raw_output
+                .as_ref()
+                .map(|v| call.raw_output_text(v))
+                .unwrap_or_default();
         }
         call.name_command(t.raw_input.as_ref());
         call
@@ -461,9 +418,35 @@ impl ToolCall {
             self.input = compact(&f.raw_input);
         }
         if let (Some(out), true) = (&f.raw_output, self.output.is_empty()) {
-            self.output = output_text(out);
+            self.output = self.raw_output_text(out);
         }
         self.name_command(f.raw_input.as_ref());
+    }
+
+    /// `rawOutput` as shown. An object Parley cannot read as text is dumped
+    /// as JSON only when the call shows nothing else: beside a diff or a
+    /// terminal it is the same change again, as data (qwen-code's edit
+    /// holds both whole files in it).
+    fn raw_output_text(&self, v: &serde_json::Value) -> String {
+        let shows_more = !self.diffs.is_empty() || !self.terminals.is_empty();
+        // The fields `output_text` reads as text; without one it dumps.
+        let readable = [
+            "formatted_output",
+            "stdout",
+            "stderr",
+            "aggregated_output",
+            "output",
+        ]
+        .iter()
+        .any(|k| {
+            v.get(k)
+                .and_then(|s| s.as_str())
+                .is_some_and(|s| !s.trim().is_empty())
+        });
+        if shows_more && v.is_object() && !readable {
+            return String::new();
+        }
+        output_text(v)
     }
 
     /// A command with no title of its own, or only a generic one (codex-acp

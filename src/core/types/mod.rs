@@ -4,6 +4,8 @@
 //!
 //! - [`message`]: a conversation's messages and their parts.
 //! - [`notice`]: a session notice and a context compaction, as parts.
+//! - [`usage`]: what a session used: its context, cost and turns' tokens.
+//! - [`tool_text`]: a tool call's output as text, and a harness's notes.
 //! - [`options`]: an agent's session options (model, mode, effort …).
 //! - [`auth`]: the sign-in methods an agent offers, and its sign-in status.
 //! - [`gateway`]: a model gateway the user names for a `gateway` sign-in.
@@ -20,6 +22,7 @@ pub mod message;
 pub mod notice;
 pub mod options;
 pub mod problem;
+pub mod tool_text;
 pub mod usage;
 
 pub use agent_state::AgentState;
