@@ -105,29 +105,11 @@ pub fn method_row<P: MethodHost>(page: &P, agent: &AgentObject, method: &AuthMet
         page.keep_entry(&key.name, &entry);
         entries.push((key.name.clone(), entry));
     }
-    let saved = gtk::Label::new(Some(&gettext(
-        "Saved in your keyring, passed to the agent when it starts",
-    )));
-    saved.add_css_class("dim-label");
-    saved.add_css_class("caption");
-    saved.set_wrap(true);
-    saved.set_xalign(0.0);
-    let action = gtk::Box::new(gtk::Orientation::Horizontal, 12);
-    action.set_margin_top(6);
-    action.set_margin_bottom(6);
-    action.set_margin_start(12);
-    action.set_margin_end(12);
-    saved.set_hexpand(true);
-    action.append(&saved);
-    action.append(&button);
-    button.add_css_class("suggested-action");
-    row.add_row(&action);
-    // The list row around it is no Tab stop of its own (an unnamed
-    // "list item" otherwise): its button is.
-    if let Some(r) = action.parent().and_downcast::<gtk::ListBoxRow>() {
-        r.set_activatable(false);
-        r.set_focusable(false);
-    }
+    add_action_row(
+        &row,
+        &gettext("Saved in your keyring, passed to the agent when it starts"),
+        &button,
+    );
     let weak_page = page.downgrade();
     button.connect_clicked(glib::clone!(
         #[weak]
@@ -191,27 +173,11 @@ fn gateway_row<P: MethodHost>(page: &P, agent: &AgentObject, method: &AuthMethod
         row.add_row(&field.row());
         page.keep_entry(key, field);
     }
-    let saved = gtk::Label::new(Some(&gettext(
-        "Saved in your keyring, sent to the agent each time it starts",
-    )));
-    saved.add_css_class("dim-label");
-    saved.add_css_class("caption");
-    saved.set_wrap(true);
-    saved.set_xalign(0.0);
-    saved.set_hexpand(true);
-    let action = gtk::Box::new(gtk::Orientation::Horizontal, 12);
-    action.set_margin_top(6);
-    action.set_margin_bottom(6);
-    action.set_margin_start(12);
-    action.set_margin_end(12);
-    action.append(&saved);
-    action.append(&button);
-    button.add_css_class("suggested-action");
-    row.add_row(&action);
-    if let Some(r) = action.parent().and_downcast::<gtk::ListBoxRow>() {
-        r.set_activatable(false);
-        r.set_focusable(false);
-    }
+    add_action_row(
+        &row,
+        &gettext("Saved in your keyring, sent to the agent each time it starts"),
+        &button,
+    );
     let id = method.id.clone();
     let weak_page = page.downgrade();
     button.connect_clicked(glib::clone!(
@@ -230,4 +196,30 @@ fn gateway_row<P: MethodHost>(page: &P, agent: &AgentObject, method: &AuthMethod
     ));
     row.set_expanded(true);
     row.upcast()
+}
+
+/// The last row of a method that wants values: where they are kept, and
+/// the button that signs in.
+fn add_action_row(row: &adw::ExpanderRow, saved_text: &str, button: &gtk::Button) {
+    let saved = gtk::Label::new(Some(saved_text));
+    saved.add_css_class("dim-label");
+    saved.add_css_class("caption");
+    saved.set_wrap(true);
+    saved.set_xalign(0.0);
+    saved.set_hexpand(true);
+    let action = gtk::Box::new(gtk::Orientation::Horizontal, 12);
+    action.set_margin_top(6);
+    action.set_margin_bottom(6);
+    action.set_margin_start(12);
+    action.set_margin_end(12);
+    action.append(&saved);
+    action.append(button);
+    button.add_css_class("suggested-action");
+    row.add_row(&action);
+    // The list row around it is no Tab stop of its own (an unnamed
+    // "list item" otherwise): its button is.
+    if let Some(r) = action.parent().and_downcast::<gtk::ListBoxRow>() {
+        r.set_activatable(false);
+        r.set_focusable(false);
+    }
 }
