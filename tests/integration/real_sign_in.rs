@@ -13,19 +13,11 @@ use crate::real_agents::*;
 /// claude with no key and no base URL of its own: it can only be signed
 /// in to through the gateway.
 fn claude_signed_out(p: &Project, api: &ModelApi) -> Option<serde_json::Value> {
-    let bin = installed("claude", "claude-agent-acp")?;
-    let env = [
-        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".to_owned()),
-        ("DISABLE_AUTOUPDATER", "1".to_owned()),
-        ("DISABLE_TELEMETRY", "1".to_owned()),
-        ("DISABLE_ERROR_REPORTING", "1".to_owned()),
-        ("HTTPS_PROXY", api.url()),
-        ("HTTP_PROXY", api.url()),
-        ("NO_PROXY", "127.0.0.1,localhost".to_owned()),
-        ("CLAUDE_CODE_MAX_RETRIES", "0".to_owned()),
-        ("IS_SANDBOX", String::new()),
-    ];
-    let mut agent = entry("claude", &bin, &[], p, &env);
+    // real_claude's entry, without its key and base URL (blanked, as
+    // `entry` blanks every provider variable of the machine).
+    let mut agent = crate::real_claude::claude(p, api)?;
+    agent["env"]["ANTHROPIC_BASE_URL"] = json!("");
+    agent["env"]["ANTHROPIC_API_KEY"] = json!("");
     // It would start in `auto` (asks nothing, and asks a classifier model
     // first): every new session starts in `default`.
     agent["startMode"] = json!("default");

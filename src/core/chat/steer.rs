@@ -45,24 +45,29 @@ async fn steering_request(
         .request("_session/steering", params)
         .await
         .map_err(|e| e.to_string())?;
-    match answer.get("outcome").and_then(Value::as_str) {
-        Some("injected") => Ok(()),
-        other => Err(crate::i18n::gettext_f(
-            "the agent did not take it into the turn ({outcome})",
-            &[(
-                "outcome",
-                &[
-                    other.unwrap_or("?"),
-                    answer.get("reason").and_then(Value::as_str).unwrap_or(""),
-                ]
-                .iter()
-                .filter(|s| !s.is_empty())
-                .copied()
-                .collect::<Vec<_>>()
-                .join(": "),
-            )],
-        )),
+    // The agent's words, shown on the message: one short line.
+    let word = |k: &str| -> String {
+        answer
+            .get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(200)
+            .collect()
+    };
+    let outcome = word("outcome");
+    if outcome == "injected" {
+        return Ok(());
     }
+    let said: Vec<String> = [outcome, word("reason")]
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect();
+    Err(crate::i18n::gettext_f(
+        "the agent did not take it into the turn ({outcome})",
+        &[("outcome", &said.join(": "))],
+    ))
 }
 
 impl ChatService {
