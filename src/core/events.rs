@@ -61,6 +61,10 @@ events! {
     ChangesUpdated(ChangesUpdated) = "changes:updated",
     QueueChanged(QueueChanged) = "queue:changed",
     DraftChanged(DraftChanged) = "draft:changed",
+    SubagentStarted(SubagentChanged) = "subagent:started",
+    SubagentUpdated(SubagentChanged) = "subagent:updated",
+    SubagentEnded(SubagentChanged) = "subagent:ended",
+    SubagentDelta(SubagentDelta) = "subagent:delta",
 }
 
 impl Event {
@@ -89,6 +93,8 @@ impl Event {
             Event::ChangesUpdated(e) => Some(&e.agent),
             Event::QueueChanged(e) => Some(&e.agent),
             Event::DraftChanged(e) => Some(&e.agent),
+            Event::SubagentStarted(e) | Event::SubagentUpdated(e) | Event::SubagentEnded(e) => Some(&e.agent),
+            Event::SubagentDelta(e) => Some(&e.delta.agent),
             Event::HistoryStatus(_) | Event::RegistryProgress(_) | Event::RegistryChanged(_) => None,
         }
     }
@@ -156,6 +162,36 @@ pub struct PermissionRequest {
     pub tool_call: ToolCall,
     pub options: Vec<PermissionOption>,
     pub rejections: u32,
+    /// The helper that asks, when a subagent's session asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<Asker>,
+}
+
+/// Which subagent asks (a permission, a question).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Asker {
+    pub session_id: String,
+    pub title: String,
+}
+
+/// `subagent:started|updated|ended`: a helper of the agent was announced,
+/// changed (its title, status, capabilities or what it does now), or
+/// stopped working (done, failed or cancelled).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentChanged {
+    pub agent: String,
+    pub subagent: crate::core::types::subagent::Subagent,
+}
+
+/// `subagent:delta`: a `message:delta` of a helper's own thread.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SubagentDelta {
+    pub session_id: String,
+    #[serde(flatten)]
+    pub delta: MessageDelta,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]

@@ -230,6 +230,9 @@ impl Core {
                 ))
             }
             "ChatService.Cancel" => Ok(self.chat.cancel(&s(0)?).map(|_| Value::Null)?),
+            "ChatService.CancelSubagent" => {
+                Ok(self.chat.cancel_subagent(&s(0)?, &s(1)?).map(|_| Value::Null)?)
+            }
             "ChatService.AnswerPermission" => {
                 Ok(self.chat.answer_permission(&s(0)?, &s(1)?).map(|_| Value::Null)?)
             }

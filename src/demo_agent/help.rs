@@ -135,6 +135,11 @@ The model option's value demo-unavailable is always refused.
   unknown-update       send a session update of an unknown kind
   remembered           say the user messages the stored session holds
                        (modes resume, load, list or fork)
+  subagents [SECONDS]  delegate to two helpers at once (needs the client's
+                       subagents capability): one explores for SECONDS
+                       (default 3) and starts a child of its own, one asks
+                       permission on its own session and appends to
+                       NOTES.md; each reports back (session_message)
   timeline             a notice, two plans by id (one removed), two agent
                        messages (messageId), a tool call with its name, a
                        context compaction with a summary, an update of an

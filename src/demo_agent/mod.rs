@@ -34,6 +34,7 @@ mod showcase;
 mod startup;
 mod state;
 mod steering;
+mod subagents;
 mod terminals;
 mod timeline;
 mod turns;

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use super::state::Agent;
 use super::{
     controls, disk, elicitation, fs_boundary, help, hostile_text, permissions, session_updates, sessions,
-    showcase, steering, terminals, timeline, turns, unknown_messages,
+    showcase, steering, subagents, terminals, timeline, turns, unknown_messages,
 };
 
 fn words(text: &str) -> Vec<&str> {
@@ -196,6 +196,7 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         "echo" => turns::echo(&agent, &sid, &rest(1)),
         "help" => help::answer(&agent, &sid).await,
         "plan" => showcase::plan(&agent, &sid).await,
+        "subagents" => subagents::run(&agent, &sid, num(1, 3)).await,
         _ => showcase::demo(&agent, &sid, &text).await,
     };
     let stop = if agent.is_cancelled(&sid) {

@@ -30,6 +30,7 @@ mod registry;
 mod remote;
 mod sshd;
 mod steering;
+mod subagents;
 mod supervisor;
 mod terminals;
 mod translations;

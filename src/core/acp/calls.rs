@@ -91,6 +91,9 @@ pub async fn initialize(conn: &Connection) -> Result<Initialized, CallError> {
                     .write_text_file(true))
                 .auth(auth)
                 .terminal(true)
+                // Helpers' sessions are shown as threads of their own
+                // (`chat::subagents`).
+                .subagents(acp::SubagentCapabilities::new())
                 // Forms and URLs the agent asks the user for.
                 .elicitation(
                     acp::ElicitationCapabilities::new()

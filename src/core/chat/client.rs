@@ -147,7 +147,7 @@ impl ChatService {
         }
         let Some(c) = convs.get_mut(agent) else { return };
         let known = c.session.as_ref().is_some_and(|(s, _)| &*s.0 == session_id);
-        if !known {
+        if !known && c.child_index(session_id).is_none() {
             if c.opening_session {
                 c.early.push((session_id.to_owned(), update));
             } else {
@@ -160,6 +160,12 @@ impl ChatService {
             return;
         }
         self.heard_from(agent, c);
+        // A helper's own updates, its announcement and messages between
+        // sessions go to the helpers' threads (`subagents`).
+        if Self::is_subagent_side(c, known, &update) {
+            self.apply_subagent_side(agent, c, session_id, update);
+            return;
+        }
         let tool = match &update {
             acp::SessionUpdate::ToolCall(t) => Some(t.tool_call_id.to_string()),
             acp::SessionUpdate::ToolCallUpdate(u) => Some(u.tool_call_id.to_string()),
@@ -197,6 +203,7 @@ impl ChatService {
             let mut convs = lock(&self.inner.convs);
             let Some(c) = convs.get_mut(agent) else { return };
             c.session = None;
+            self.children_gone(agent, c);
             // The options were the session's: the next one brings its own.
             if !c.options.is_empty() {
                 c.options.clear();

@@ -576,6 +576,7 @@ impl ChatService {
             c.title.as_deref().unwrap_or_else(|| first_line(&c.messages)),
             agent,
             &c.messages,
+            &c.subagents,
         ))
     }
 }

@@ -44,6 +44,7 @@ impl ChatService {
                 permissions: Vec::new(),
                 options: Vec::new(),
                 forked_from: None,
+                subagents: Vec::new(),
             },
             Some(c) => Conversation {
                 id: c.conversation.clone(),
@@ -57,6 +58,7 @@ impl ChatService {
                 permissions: c.permissions.iter().map(|p| p.request.clone()).collect(),
                 options: c.options.clone(),
                 forked_from: c.forked_from.clone(),
+                subagents: c.subagent_threads(),
             },
         };
         Ok((conversation, before))
@@ -82,11 +84,12 @@ impl ChatService {
 
     /// Whether `session_id` is the agent's open session (terminal requests
     /// for another are refused).
+    /// A subagent's session counts: its helper runs commands too.
     pub fn has_session(&self, agent: &str, session_id: &str) -> bool {
-        lock(&self.inner.convs)
-            .get(agent)
-            .and_then(|c| c.session.as_ref())
-            .is_some_and(|(s, _)| &*s.0 == session_id)
+        lock(&self.inner.convs).get(agent).is_some_and(|c| {
+            c.session.as_ref().is_some_and(|(s, _)| &*s.0 == session_id)
+                || c.subagents.iter().any(|s| s.info.session_id == session_id)
+        })
     }
 
     /// The agent's slash commands (from `available_commands_update`).

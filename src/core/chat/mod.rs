@@ -25,6 +25,7 @@ mod sign_in;
 mod silence;
 mod state;
 mod steer;
+mod subagents;
 mod timeline;
 mod turns;
 mod unasked;

@@ -55,10 +55,12 @@ impl ChatService {
         };
         let mut convs = lock(&self.inner.convs);
         let c = convs.entry(agent.to_owned()).or_default();
-        // A request for a session this conversation does not hold is not
-        // part of the current turn: refused, never shown.
+        // A request for a session this conversation does not hold (its
+        // own or a helper's) is not part of it: refused, never shown.
         let session = req.session_id.0.as_ref();
-        if c.session.as_ref().is_none_or(|(s, _)| &*s.0 != session) {
+        let own = c.session.as_ref().is_some_and(|(s, _)| &*s.0 == session);
+        let child = c.subagents.iter().position(|s| s.info.session_id == session);
+        if !own && child.is_none() {
             drop(convs);
             let message = format!("unknown session {session}");
             self.inner.supervisor.log(
@@ -71,30 +73,55 @@ impl ChatService {
             )));
             return;
         }
-        if c.cancelling || !c.busy {
+        // A helper may ask after its parent's turn ended (codex-acp's do):
+        // it is answered unless the user cancelled it.
+        let over = match child {
+            Some(i) => c.subagents[i].info.status == crate::core::types::subagent::SubagentStatus::Cancelled,
+            None => c.cancelling || !c.busy,
+        };
+        if over {
             drop(convs);
             responder.respond(Ok(permission_outcome(acp::RequestPermissionOutcome::Cancelled)));
             return;
         }
         self.heard_from(agent, c);
-        let call = match find_tool(c, &req.tool_call.tool_call_id.to_string()) {
-            Some(mut call) => {
-                call.merge(&req.tool_call);
-                call
+        let asker = child.map(|i| events::Asker {
+            session_id: c.subagents[i].info.session_id.clone(),
+            title: c.subagents[i].info.title.clone(),
+        });
+        let (call, message_id) = {
+            let thread: &mut Conv = match child {
+                Some(i) => &mut c.subagents[i].conv,
+                None => c,
+            };
+            let call = match find_tool(thread, &req.tool_call.tool_call_id.to_string()) {
+                Some(mut call) => {
+                    call.merge(&req.tool_call);
+                    call
+                }
+                None => ToolCall::from_update(&req.tool_call),
+            };
+            let mut next_id = || self.next_id("m");
+            match &asker {
+                Some(a) => {
+                    let sid = a.session_id.clone();
+                    thread.put_tool(agent, call.clone(), false, &mut next_id, &mut |e| {
+                        self.child_event(&sid, e)
+                    })
+                }
+                None => thread.put_tool(agent, call.clone(), false, &mut next_id, &mut |e| self.emit(e)),
             }
-            None => ToolCall::from_update(&req.tool_call),
+            let message_id = thread
+                .current
+                .and_then(|i| thread.messages.get(i))
+                .or_else(|| thread.messages.iter().rev().find(|m| m.role == Role::Agent))
+                .map(|m| m.id.clone())
+                .unwrap_or_default();
+            (call, message_id)
         };
-        let mut next_id = || self.next_id("m");
-        c.put_tool(agent, call.clone(), false, &mut next_id, &mut |e| self.emit(e));
         // The call as asked about names what it changes too (codex-acp
         // shows its patch's diff here).
         self.note_tool(agent, &call);
-        let message_id = c
-            .current
-            .and_then(|i| c.messages.get(i))
-            .or_else(|| c.messages.iter().rev().find(|m| m.role == Role::Agent))
-            .map(|m| m.id.clone())
-            .unwrap_or_default();
         let options: Vec<PermissionOption> = req
             .options
             .iter()
@@ -160,6 +187,7 @@ impl ChatService {
             tool_call: call,
             options,
             rejections: c.rejections,
+            subagent: asker,
         };
         c.permissions.push(PendingPermission {
             request: request.clone(),

@@ -109,6 +109,21 @@ pub(super) struct Conv {
     pub(super) forked_from: Option<crate::core::history::places::ForkedFrom>,
     /// The last turn's answer, until the user has seen it (`MarkSeen`).
     pub(super) unseen: Option<(String, std::time::SystemTime)>,
+    /// The helpers the agent started in this conversation, in the order
+    /// they were announced (a child's child too; see `subagents`).
+    pub(super) subagents: Vec<Child>,
+}
+
+/// A subagent and its own thread: a conversation of its own (its updates
+/// are applied as a conversation's are), never the parent's parts.
+pub(super) struct Child {
+    pub(super) info: crate::core::types::subagent::Subagent,
+    pub(super) conv: Box<Conv>,
+    /// Counts what it sent: the silence watch compares it over time.
+    pub(super) activity: u64,
+    /// When its summary was last sent (a summary of text is sent at most
+    /// every `SUMMARY_EVERY`).
+    pub(super) summary_at: Option<std::time::Instant>,
 }
 
 impl Conv {
@@ -161,6 +176,11 @@ pub enum ChatError {
     NotAnswering,
     /// A worktree could not be made, applied, merged or let go: why.
     Worktree(crate::core::worktrees::WorktreeError),
+    /// `CancelSubagent`: the conversation has no such subagent.
+    NoSuchSubagent(String),
+    /// `CancelSubagent`: the agent does not let this subagent be
+    /// cancelled (its title).
+    CannotCancel(String),
 }
 
 impl ChatError {
@@ -191,6 +211,13 @@ impl ChatError {
             }
             ChatError::NotAnswering => gettext("the agent is not answering"),
             ChatError::Worktree(e) => e.to_string(),
+            ChatError::NoSuchSubagent(id) => {
+                gettext_f("the conversation has no subagent {id}", &[("id", id)])
+            }
+            ChatError::CannotCancel(title) => gettext_f(
+                "the agent does not let the subagent “{title}” be cancelled",
+                &[("title", title)],
+            ),
             ChatError::NothingToRetry => gettext("the conversation has no message to send again"),
             ChatError::NoSuchMessage(id) => gettext_f("the conversation has no message {id}", &[("id", id)]),
             ChatError::NoSuchConversation(id) => gettext_f("no conversation {id}", &[("id", id)]),
@@ -232,6 +259,9 @@ pub struct Conversation {
     /// Where it was forked from (`Fork`); omitted when it was not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub forked_from: Option<crate::core::history::places::ForkedFrom>,
+    /// The agent's helpers, each with its own thread (omitted when none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub subagents: Vec<crate::core::types::subagent::SubagentThread>,
 }
 
 pub(super) struct ChatInner {

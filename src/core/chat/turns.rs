@@ -428,7 +428,7 @@ impl ChatService {
         if self.inner.supervisor.definition(agent).is_none() {
             return Err(ChatError::UnknownAgent(agent.to_owned()));
         }
-        let (pending, dropped, session) = {
+        let (pending, dropped, session, children) = {
             let mut convs = lock(&self.inner.convs);
             let Some(c) = convs.get_mut(agent) else {
                 return Ok(());
@@ -483,7 +483,7 @@ impl ChatService {
                     }
                 });
             }
-            (pending, dropped, c.session.clone())
+            (pending, dropped, c.session.clone(), Self::cancellable_children(c))
         };
         // session/cancel first: the agent then knows why its permission
         // requests come back "cancelled" (ACP's order).
@@ -491,6 +491,11 @@ impl ChatService {
         {
             if g == generation {
                 calls::cancel(&conn, &sid);
+                // The whole turn: its helpers too (claude-agent-acp's go on
+                // working after their parent's cancel otherwise).
+                for child in &children {
+                    calls::cancel(&conn, child);
+                }
             }
         }
         for p in pending {

@@ -6,6 +6,7 @@
 use std::fmt::Write;
 
 use crate::core::types::message::{self, Message, Part, Role};
+use crate::core::types::subagent::SubagentThread;
 use crate::i18n::gettext;
 
 /// A fence longer than any run of backticks in `text`.
@@ -27,8 +28,9 @@ fn quoted(text: &str) -> String {
     text.lines().map(|l| format!("> {l}\n")).collect()
 }
 
-/// The Markdown of `messages`, headed by `title`.
-pub fn markdown(title: &str, agent: &str, messages: &[Message]) -> String {
+/// The Markdown of `messages`, headed by `title`; each subagent's thread
+/// (of `threads`) where it was started, quoted one level deeper.
+pub fn markdown(title: &str, agent: &str, messages: &[Message], threads: &[SubagentThread]) -> String {
     let mut out = String::new();
     let title = if title.trim().is_empty() {
         gettext("Conversation")
@@ -43,79 +45,114 @@ pub fn markdown(title: &str, agent: &str, messages: &[Message]) -> String {
             Role::System => gettext("Parley"),
         };
         let _ = writeln!(out, "## {who} · {}\n", m.created_at);
-        for part in &m.parts {
-            match part {
-                Part::Text { text } => {
-                    let _ = writeln!(out, "{}\n", text.trim_end());
-                }
-                Part::Thought { text } => {
-                    let _ = writeln!(out, "{}", quoted(text.trim_end()));
-                }
-                Part::Tool(t) => {
-                    let _ = writeln!(
-                        out,
-                        "- **{}** ({}, {})",
-                        t.title.replace('\n', " "),
-                        message::wire_name(&t.kind),
-                        message::wire_name(&t.status)
-                    );
-                    for d in &t.diffs {
-                        let body: String = d
-                            .old_text
-                            .lines()
-                            .map(|l| format!("-{l}\n"))
-                            .chain(d.new_text.lines().map(|l| format!("+{l}\n")))
-                            .collect();
-                        let f = fence(&body);
-                        let _ = writeln!(out, "\n  `{}`\n\n{f}diff\n{body}{f}", d.path);
-                    }
-                    out.push('\n');
-                }
-                Part::Plan {
-                    markdown: Some(md), ..
-                } => {
-                    let _ = writeln!(out, "{}\n", md.trim_end());
-                }
-                Part::Notice(n) => {
-                    let detail = n
-                        .description
-                        .as_deref()
-                        .map(|d| format!(" {d}"))
-                        .unwrap_or_default();
-                    let _ = writeln!(out, "> **{}**: {}{detail}\n", n.severity, n.title);
-                }
-                Part::Compaction(c) => {
-                    let _ = writeln!(
-                        out,
-                        "---\n\n*{}*\n",
-                        gettext("The agent compacted the conversation")
-                    );
-                    for line in c.summary.lines() {
-                        let _ = writeln!(out, "> {line}");
-                    }
-                    out.push('\n');
-                }
-                Part::Plan { entries, .. } => {
-                    for e in entries {
-                        let done = if message::wire_name(&e.status) == "completed" {
-                            "x"
-                        } else {
-                            " "
-                        };
-                        let _ = writeln!(out, "- [{done}] {}", e.content.replace('\n', " "));
-                    }
-                    out.push('\n');
-                }
-                Part::Attachment(a) => {
-                    let _ = writeln!(out, "📎 {} ({})\n", a.name, a.uri);
-                }
-            }
-        }
-        if let Some(e) = &m.error {
-            let _ = writeln!(out, "*{}*\n", e.replace('\n', " "));
-        }
+        message_markdown(&mut out, m, threads, 0);
     }
     out
+}
+
+/// A thread nests at most this deep in an export (a child's child's …).
+const MAX_DEPTH: usize = 8;
+
+fn subagent_markdown(out: &mut String, t: &SubagentThread, threads: &[SubagentThread], depth: usize) {
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    let mut inner = String::new();
+    let status = crate::core::types::message::wire_name(&t.subagent.status);
+    let _ = writeln!(
+        inner,
+        "### {} · {} ({status})\n",
+        gettext("Subagent"),
+        t.subagent.title.replace('\n', " ")
+    );
+    for m in &t.messages {
+        message_markdown(&mut inner, m, threads, depth + 1);
+    }
+    out.push_str(&quoted(inner.trim_end()));
+    out.push('\n');
+}
+
+fn message_markdown(out: &mut String, m: &Message, threads: &[SubagentThread], depth: usize) {
+    for part in &m.parts {
+        match part {
+            Part::Subagent { session_id } => {
+                if let Some(t) = threads.iter().find(|t| t.subagent.session_id == *session_id) {
+                    subagent_markdown(out, t, threads, depth);
+                }
+            }
+            Part::SessionNote(n) => {
+                let _ = writeln!(out, "*{}*\n", gettext("Between sessions:"));
+                let _ = writeln!(out, "{}", quoted(n.text.trim_end()));
+            }
+            Part::Text { text } => {
+                let _ = writeln!(out, "{}\n", text.trim_end());
+            }
+            Part::Thought { text } => {
+                let _ = writeln!(out, "{}", quoted(text.trim_end()));
+            }
+            Part::Tool(t) => {
+                let _ = writeln!(
+                    out,
+                    "- **{}** ({}, {})",
+                    t.title.replace('\n', " "),
+                    message::wire_name(&t.kind),
+                    message::wire_name(&t.status)
+                );
+                for d in &t.diffs {
+                    let body: String = d
+                        .old_text
+                        .lines()
+                        .map(|l| format!("-{l}\n"))
+                        .chain(d.new_text.lines().map(|l| format!("+{l}\n")))
+                        .collect();
+                    let f = fence(&body);
+                    let _ = writeln!(out, "\n  `{}`\n\n{f}diff\n{body}{f}", d.path);
+                }
+                out.push('\n');
+            }
+            Part::Plan {
+                markdown: Some(md), ..
+            } => {
+                let _ = writeln!(out, "{}\n", md.trim_end());
+            }
+            Part::Notice(n) => {
+                let detail = n
+                    .description
+                    .as_deref()
+                    .map(|d| format!(" {d}"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "> **{}**: {}{detail}\n", n.severity, n.title);
+            }
+            Part::Compaction(c) => {
+                let _ = writeln!(
+                    out,
+                    "---\n\n*{}*\n",
+                    gettext("The agent compacted the conversation")
+                );
+                for line in c.summary.lines() {
+                    let _ = writeln!(out, "> {line}");
+                }
+                out.push('\n');
+            }
+            Part::Plan { entries, .. } => {
+                for e in entries {
+                    let done = if message::wire_name(&e.status) == "completed" {
+                        "x"
+                    } else {
+                        " "
+                    };
+                    let _ = writeln!(out, "- [{done}] {}", e.content.replace('\n', " "));
+                }
+                out.push('\n');
+            }
+            Part::Attachment(a) => {
+                let _ = writeln!(out, "📎 {} ({})\n", a.name, a.uri);
+            }
+        }
+    }
+    if let Some(e) = &m.error {
+        let _ = writeln!(out, "*{}*\n", e.replace('\n', " "));
+    }
 }
 
 #[cfg(test)]
@@ -146,7 +183,7 @@ mod tests {
             }],
             ..ToolCall::default()
         }));
-        let md = markdown("Fences", "demo", &[q, a]);
+        let md = markdown("Fences", "demo", &[q, a], &[]);
         assert!(md.starts_with("# Fences\n"), "{md}");
         assert!(md.contains("## You · "), "{md}");
         assert!(md.contains("> thinking\n> hard\n"), "{md}");

@@ -111,6 +111,15 @@ pub enum Part {
     Notice(super::notice::Notice),
     /// The agent compacted its context (`compaction_update`).
     Compaction(super::notice::Compaction),
+    /// A helper the agent started (`subagent_update`): its thread is shown
+    /// here; what it did is the conversation's `subagents`.
+    Subagent {
+        #[serde(rename = "sessionId")]
+        session_id: String,
+    },
+    /// What one session told another (`session_message`).
+    #[serde(rename = "session")]
+    SessionNote(super::subagent::SessionNote),
 }
 
 /// How an attachment went to the agent.
@@ -152,6 +161,8 @@ pub enum PartKind {
     Attachment,
     Notice,
     Compaction,
+    Subagent,
+    Session,
 }
 
 impl Part {
@@ -164,6 +175,8 @@ impl Part {
             Part::Attachment(_) => PartKind::Attachment,
             Part::Notice(_) => PartKind::Notice,
             Part::Compaction(_) => PartKind::Compaction,
+            Part::Subagent { .. } => PartKind::Subagent,
+            Part::SessionNote(_) => PartKind::Session,
         }
     }
 }
@@ -328,6 +341,8 @@ fn apply_content(call: &mut ToolCall, content: &[acp::ToolCallContent]) {
                 new_file: d.old_text.is_none(),
             }),
             acp::ToolCallContent::Terminal(t) => terminals.push(t.terminal_id.to_string()),
+            // The subagent it started: its thread is shown of its own.
+            acp::ToolCallContent::Session(_) => {}
             _ => output.push("[content]".into()),
         }
     }

@@ -12,6 +12,7 @@
 //! - [`draft`]: a conversation's draft and where it was scrolled.
 //! - [`agent_state`]: the spec's agent states.
 //! - [`problem`]: a problem found in the configuration.
+//! - [`subagent`]: an agent's helper (a child session) and its thread.
 
 pub mod agent_state;
 pub mod auth;
@@ -22,6 +23,7 @@ pub mod message;
 pub mod notice;
 pub mod options;
 pub mod problem;
+pub mod subagent;
 pub mod tool_text;
 pub mod usage;
 

@@ -453,6 +453,10 @@ impl AppModel {
                         a.conversation().add_elicitation(e);
                     }
                 }
+                Event::SubagentStarted(_)
+                | Event::SubagentUpdated(_)
+                | Event::SubagentEnded(_)
+                | Event::SubagentDelta(_) => {}
                 Event::ElicitationResolved(e) => {
                     if let Some(a) = self.agent(&e.agent) {
                         a.conversation().remove_elicitation(&e.id);

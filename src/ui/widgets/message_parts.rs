@@ -337,5 +337,7 @@ pub(super) fn part_widget(part: &Part, terminals: &TerminalOutputs) -> gtk::Widg
         Part::Attachment(a) => super::attachment_view::attachments(&[a]),
         Part::Notice(n) => notice_row(n),
         Part::Compaction(c) => compaction_divider(c),
+        Part::Subagent { .. } => gtk::Box::new(gtk::Orientation::Vertical, 0).upcast(),
+        Part::SessionNote(n) => super::subagent_view::session_note(n),
     }
 }

@@ -394,6 +394,8 @@ fn row_summary(msg: &Message, kind: RowKind, footer: &str) -> String {
             Some(Part::Attachment(a)) => super::attachment_view::summary(a),
             Some(Part::Notice(n)) => super::notice_parts::part_name(n),
             Some(Part::Compaction(_)) => gettext("The agent compacted the conversation"),
+            Some(Part::Subagent { .. }) => gettext("Subagent"),
+            Some(Part::SessionNote(n)) => said(&n.text),
             None => String::new(),
         },
         RowKind::Attachments { first, count } => attachments_of(msg, first, count)
