@@ -418,10 +418,10 @@ mod tests {
         });
         let wire = serde_json::to_value(&e).expect("json");
         assert_eq!(wire["event"], e.name());
-        assert_eq!(Event::NAMES.len(), 25);
+        assert_eq!(Event::NAMES.len(), 29);
         let mut names = Event::NAMES.to_vec();
         names.sort_unstable();
         names.dedup();
-        assert_eq!(names.len(), 25, "distinct");
+        assert_eq!(names.len(), 29, "distinct");
     }
 }

@@ -253,6 +253,42 @@ fn two_helpers_at_once_one_asks_one_is_cancelled_alone_one_nests() {
         "{md}"
     );
     assert!(md.contains("> > ### Subagent · Read one file (done)"), "{md}");
+
+    // Kept with their parent: reopened, found, listed as one, deleted with it.
+    let listed = s.call(9, "ChatService.List", json!(["demo"]));
+    let conversations = listed["result"]["conversations"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        conversations.len(),
+        1,
+        "a helper's thread is not a conversation of the list: {listed}"
+    );
+    let id = conversations[0]["id"].clone();
+    s.call(10, "ChatService.New", json!(["demo"]));
+    let opened = s.call(11, "ChatService.Open", json!(["demo", id]));
+    let reopened = opened["result"]["subagents"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(reopened.len(), 3, "{opened}");
+    let again = reopened
+        .iter()
+        .find(|t| t["sessionId"] == json!(explore_id))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(again["status"], "cancelled", "{again}");
+    assert_eq!(texts(&again["messages"]), said, "the thread comes back as it was");
+    let found = s.call(12, "ChatService.Search", json!(["exploring"]));
+    let hits = found["result"].as_array().cloned().unwrap_or_default();
+    assert!(
+        !hits.is_empty() && hits.iter().all(|h| h["conversation"] == id),
+        "a helper's words are found in its parent's conversation: {found}"
+    );
+    s.call(13, "ChatService.Delete", json!(["demo", id]));
+    let found = s.call(14, "ChatService.Search", json!(["exploring"]));
+    assert_eq!(found["result"], json!([]), "deleted with its parent: {found}");
     drop(s.stdin);
     let _ = s.child.wait();
 }

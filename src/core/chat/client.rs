@@ -147,7 +147,9 @@ impl ChatService {
         }
         let Some(c) = convs.get_mut(agent) else { return };
         let known = c.session.as_ref().is_some_and(|(s, _)| &*s.0 == session_id);
-        if !known && c.child_index(session_id).is_none() {
+        // While a session opens, a child's updates are its load's replay
+        // of a thread the history already holds: kept apart as early.
+        if !known && (c.opening_session || c.child_index(session_id).is_none()) {
             if c.opening_session {
                 c.early.push((session_id.to_owned(), update));
             } else {

@@ -345,21 +345,23 @@ impl ChatService {
             let hh = h.clone();
             let _ = tokio::task::spawn_blocking(move || flushed(&hh)).await;
         }
-        let (id, stored, messages, external) = match id.strip_prefix(AGENT_SESSION) {
+        let (id, stored, messages, children, external) = match id.strip_prefix(AGENT_SESSION) {
             Some(sid) => match h.by_session(&config, agent, sid).ok().flatten() {
                 Some(existing) => {
                     let stored = h.conversation(&existing).ok().flatten();
                     let messages = h.messages(&existing).unwrap_or_default();
-                    (existing, stored, messages, None)
+                    let children = super::subagents::stored_children(&h, &existing);
+                    (existing, stored, messages, children, None)
                 }
-                None => (String::new(), None, Vec::new(), Some(sid.to_owned())),
+                None => (String::new(), None, Vec::new(), Vec::new(), Some(sid.to_owned())),
             },
             None => {
                 let hh = h.clone();
                 let owned = id.to_owned();
-                let (stored, messages) = tokio::task::spawn_blocking(move || {
+                let (stored, messages, children) = tokio::task::spawn_blocking(move || {
                     flushed(&hh);
-                    Ok::<_, history::HistoryError>((hh.conversation(&owned)?, hh.messages(&owned)?))
+                    let children = super::subagents::stored_children(&hh, &owned);
+                    Ok::<_, history::HistoryError>((hh.conversation(&owned)?, hh.messages(&owned)?, children))
                 })
                 .await
                 .map_err(|e| ChatError::History(e.to_string()))?
@@ -367,13 +369,14 @@ impl ChatService {
                 let stored = stored
                     .filter(|s| s.agent == agent && s.config == config)
                     .ok_or_else(|| ChatError::NoSuchConversation(id.to_owned()))?;
-                (id.to_owned(), Some(stored), messages, None)
+                (id.to_owned(), Some(stored), messages, children, None)
             }
         };
         // Message ids go on after the stored ones (they are unique in a
         // conversation, across runs).
         let highest = messages
             .iter()
+            .chain(children.iter().flat_map(|c| c.conv.messages.iter()))
             .filter_map(|m| m.id.strip_prefix('m').and_then(|n| n.parse::<u64>().ok()))
             .max()
             .unwrap_or(0);
@@ -394,6 +397,7 @@ impl ChatService {
             stored_session: stored.as_ref().and_then(|s| s.session_id.clone()).or(external),
             from_history: true,
             messages,
+            subagents: children,
             ..Conv::default()
         };
         next.conversation = (!id.is_empty()).then(|| id.clone());

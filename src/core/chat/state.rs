@@ -124,6 +124,8 @@ pub(super) struct Child {
     /// When its summary was last sent (a summary of text is sent at most
     /// every `SUMMARY_EVERY`).
     pub(super) summary_at: Option<std::time::Instant>,
+    /// `activity` when its thread was last written whole to the history.
+    pub(super) kept: Option<u64>,
 }
 
 impl Conv {

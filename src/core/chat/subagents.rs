@@ -149,6 +149,9 @@ impl ChatService {
             }
             let info = c.subagents[i].info.clone();
             let ended = was_active && !info.status.is_active();
+            // Its thread is written whole when it stops or waits for the
+            // user; what it is, at every change.
+            self.keep_child(c, i, ended || info.status == sub::SubagentStatus::Waiting);
             self.emit_subagent(agent, info, ended);
             return;
         }
@@ -172,7 +175,9 @@ impl ChatService {
             conv: Box::default(),
             activity: 0,
             summary_at: None,
+            kept: None,
         });
+        self.keep_child(c, c.subagents.len() - 1, false);
         self.emit(Event::SubagentStarted(SubagentChanged {
             agent: agent.to_owned(),
             subagent: info,
@@ -246,6 +251,9 @@ impl ChatService {
     ) {
         let mut next_id = || self.next_id("m");
         let own = thread_is_own(c, sid);
+        if let Some(i) = c.child_index(sid) {
+            c.subagents[i].activity = c.subagents[i].activity.wrapping_add(1);
+        }
         let Some(thread) = c.thread_mut(sid) else { return };
         let found = thread.messages.iter().enumerate().rev().find_map(|(mi, m)| {
             m.parts
@@ -368,13 +376,91 @@ impl ChatService {
 
     /// The agent went away: its working children will not finish.
     pub(super) fn children_gone(&self, agent: &str, c: &mut Conv) {
-        for child in c.subagents.iter_mut().filter(|s| s.info.status.is_active()) {
+        for i in 0..c.subagents.len() {
+            let child = &mut c.subagents[i];
+            if !child.info.status.is_active() {
+                continue;
+            }
             child.info.status = sub::SubagentStatus::Failed;
             child.info.error = Some(gettext("the agent stopped"));
             child.info.can_cancel = false;
             self.emit_subagent(agent, child.info.clone(), true);
+            self.keep_child(c, i, true);
         }
     }
+
+    /// Writes child `i` to the history with its parent's conversation:
+    /// what it is, and (`whole`) its thread's messages as they are now.
+    pub(super) fn keep_child(&self, c: &mut Conv, i: usize, whole: bool) {
+        let (Some(parent), Some(child)) = (&c.conversation, c.subagents.get_mut(i)) else {
+            return;
+        };
+        if whole {
+            child.kept = Some(child.activity);
+        }
+        let Ok(json) = serde_json::to_string(&child.info) else {
+            return;
+        };
+        let id = child_conversation(parent, i);
+        let mut r = self.inner.history.recorder();
+        r.send(crate::core::history::Op::Subagent {
+            parent: parent.clone(),
+            conversation: id.clone(),
+            json,
+        });
+        if whole {
+            for m in &child.conv.messages {
+                let mut m = m.clone();
+                m.done = true;
+                r.send(crate::core::history::Op::Message {
+                    conversation: id.clone(),
+                    message: m,
+                });
+            }
+        }
+    }
+
+    /// Every child's thread that changed since it was last written,
+    /// written whole (the parent's turn ended).
+    pub(super) fn keep_children(&self, c: &mut Conv) {
+        for i in 0..c.subagents.len() {
+            if c.subagents[i].kept != Some(c.subagents[i].activity) {
+                self.keep_child(c, i, true);
+            }
+        }
+    }
+}
+
+/// The history's id of child `i` of conversation `parent`.
+fn child_conversation(parent: &str, i: usize) -> String {
+    format!("{parent}~{i}")
+}
+
+/// The children kept with stored conversation `id`, each with its thread.
+/// One that was working when it was stored is no longer known to be.
+pub(super) fn stored_children(h: &crate::core::history::History, id: &str) -> Vec<Child> {
+    let Ok(kept) = h.subagents(id) else {
+        return Vec::new();
+    };
+    kept.into_iter()
+        .take(MAX_SUBAGENTS)
+        .map(|(row, mut info)| {
+            if info.status.is_active() {
+                info.status = sub::SubagentStatus::Unknown;
+                info.can_cancel = false;
+            }
+            Child {
+                info,
+                conv: Box::new(Conv {
+                    messages: h.messages(&row).unwrap_or_default(),
+                    ..Conv::default()
+                }),
+                activity: 0,
+                summary_at: None,
+                kept: Some(0),
+            }
+        })
+        .collect()
 }
 
 fn asked_by(asker: &Option<Asker>, session_id: &str) -> bool {

@@ -111,6 +111,7 @@ impl ChatService {
                 None => {
                     c.busy = false;
                     self.emit_turn(&agent, c);
+                    self.keep_children(c);
                     return;
                 }
             }

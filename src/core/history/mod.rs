@@ -216,7 +216,8 @@ impl History {
     pub fn conversation(&self, id: &str) -> Result<Option<Stored>, HistoryError> {
         self.read(READ_DEADLINE, |conn, skips| {
             let mut stmt = conn.prepare_cached(
-                "SELECT rowid, id, config, agent, title, session_id FROM conversations WHERE id = ?1",
+                "SELECT rowid, id, config, agent, title, session_id FROM conversations
+                 WHERE id = ?1 AND parent IS NULL",
             )?;
             let mut rows = stmt.query(params![id])?;
             let Some(r) = rows.next()? else {
@@ -243,7 +244,7 @@ impl History {
         self.read(READ_DEADLINE, |conn, skips| {
             let mut stmt = conn.prepare_cached(
                 "SELECT rowid, id FROM conversations WHERE config = ?1 AND agent = ?2 AND session_id = ?3
-                 ORDER BY updated_at DESC",
+                 AND parent IS NULL ORDER BY updated_at DESC",
             )?;
             let mut rows = stmt.query(params![config, agent, session_id])?;
             while let Some(r) = rows.next()? {
@@ -277,7 +278,7 @@ impl History {
                         (SELECT m.text FROM messages m WHERE m.conversation = c.id AND m.role = 'user'
                            ORDER BY m.seq LIMIT 1),
                         c.session_id
-                 FROM conversations c WHERE c.config = ?1 AND c.agent = ?2
+                 FROM conversations c WHERE c.config = ?1 AND c.agent = ?2 AND c.parent IS NULL
                  ORDER BY c.updated_at DESC, c.rowid DESC LIMIT ?3 OFFSET ?4",
             )?;
             let mut rows = stmt.query(params![config, agent, limit as i64, offset as i64])?;
@@ -372,6 +373,35 @@ impl History {
         })
     }
 
+    /// The subagents' threads kept with conversation `parent`, in the
+    /// order they were announced: each one's row id and what it was. A
+    /// row that cannot be read is skipped (and told).
+    pub fn subagents(
+        &self,
+        parent: &str,
+    ) -> Result<Vec<(String, crate::core::types::subagent::Subagent)>, HistoryError> {
+        self.read(READ_DEADLINE, |conn, skips| {
+            let mut stmt = conn.prepare_cached(
+                "SELECT rowid, id, subagent FROM conversations WHERE parent = ?1 ORDER BY rowid",
+            )?;
+            let mut rows = stmt.query(params![parent])?;
+            let mut out = Vec::new();
+            while let Some(r) = rows.next()? {
+                let read = r.get::<_, String>(1).map_err(|e| e.to_string()).and_then(|id| {
+                    let json: String = r.get(2).map_err(|e| e.to_string())?;
+                    serde_json::from_str(&json)
+                        .map(|s| (id, s))
+                        .map_err(|e| e.to_string())
+                });
+                match read {
+                    Ok(s) => out.push(s),
+                    Err(e) => skips.row(row_key("conversations", r), e),
+                }
+            }
+            Ok(out)
+        })
+    }
+
     /// Full-text search across this configuration's conversations, best
     /// first. `query` is taken as words (each a prefix), not FTS syntax.
     pub fn search(&self, config: &str, query: &str, limit: usize) -> Result<Vec<Hit>, HistoryError> {
@@ -441,12 +471,13 @@ fn run_search(
     limit: usize,
 ) -> Result<Vec<Hit>, HistoryError> {
     let mut stmt = conn.prepare_cached(
-        "SELECT m.rowid, m.conversation, c.agent, m.id,
+        "SELECT m.rowid, c.id, c.agent, m.id,
                     snippet(messages_fts, 0, char(2), char(3), '…', 16), c.title,
                     (SELECT f.text FROM messages f WHERE f.conversation = c.id AND f.role = 'user'
                        ORDER BY f.seq LIMIT 1)
              FROM messages_fts JOIN messages m ON m.rowid = messages_fts.rowid
-             JOIN conversations c ON c.id = m.conversation
+             JOIN conversations own ON own.id = m.conversation
+             JOIN conversations c ON c.id = coalesce(own.parent, own.id)
              WHERE messages_fts MATCH ?1 AND c.config = ?2
              ORDER BY rank LIMIT ?3",
     )?;

@@ -78,6 +78,12 @@ const MIGRATIONS: &[&str] = &[
         conversation TEXT NOT NULL,
         PRIMARY KEY (config, agent)
     ) WITHOUT ROWID;",
+    // 3 → 4: a subagent's thread is a conversation of its own, kept with
+    // its parent (`parent`, the top conversation's id) and never listed;
+    // `subagent` holds what it was (`Subagent` as JSON).
+    "ALTER TABLE conversations ADD COLUMN parent TEXT;
+    ALTER TABLE conversations ADD COLUMN subagent TEXT;
+    CREATE INDEX conversations_by_parent ON conversations (parent);",
 ];
 
 pub const VERSION: i64 = MIGRATIONS.len() as i64;

@@ -79,6 +79,13 @@ pub enum Op {
         agent: String,
         conversation: Option<String>,
     },
+    /// A subagent's thread (`conversation`) kept with its parent's:
+    /// made if new, else what it is now (`Subagent` as JSON) replaced.
+    Subagent {
+        parent: String,
+        conversation: String,
+        json: String,
+    },
     /// Answered once everything sent before it is written.
     Flush(mpsc::Sender<Result<(), String>>),
 }
@@ -368,12 +375,26 @@ fn write_batch(conn: &mut Connection, ops: Vec<Op>, later: &mut Vec<i64>) -> rus
             // Answered by `run`, after the batch.
             Op::Flush(_) => {}
             Op::Delete { conversation } => {
-                tx.prepare_cached("DELETE FROM conversations WHERE id = ?1")?
+                // Its subagents' threads go with it.
+                tx.prepare_cached("DELETE FROM conversations WHERE id = ?1 OR parent = ?1")?
                     .execute(params![conversation])?;
                 tx.prepare_cached("DELETE FROM drafts WHERE conversation = ?1")?
                     .execute(params![conversation])?;
                 tx.prepare_cached("DELETE FROM open_conversations WHERE conversation = ?1")?
                     .execute(params![conversation])?;
+            }
+            Op::Subagent {
+                parent,
+                conversation,
+                json,
+            } => {
+                let at = now();
+                tx.prepare_cached(
+                    "INSERT INTO conversations (id, config, agent, created_at, updated_at, parent, subagent)
+                     SELECT ?2, config, agent, ?4, ?4, ?1, ?3 FROM conversations WHERE id = ?1
+                     ON CONFLICT (id) DO UPDATE SET subagent = ?3, updated_at = ?4",
+                )?
+                .execute(params![parent, conversation, json, at])?;
             }
             Op::ForkedFrom { conversation, json } => {
                 tx.prepare_cached("UPDATE conversations SET forked_from = ?2 WHERE id = ?1")?
