@@ -2263,6 +2263,8 @@ mod remote;
 mod sshd;
 #[path = "ui/steering.rs"]
 mod steering;
+#[path = "ui/subagents.rs"]
+mod subagents;
 #[path = "ui/tab_order.rs"]
 mod tab_order;
 #[path = "ui/text_and_direction.rs"]
@@ -3328,6 +3330,7 @@ fn main() {
             text_and_direction::large_text_and_right_to_left,
         ),
         ("ui::steering_in_the_window", steering::steering_in_the_window),
+        ("ui::subagents_as_threads", subagents::helpers_as_threads),
         (
             "ui::steering_by_keyboard_and_screen_reader",
             steering::steering_by_keyboard_and_screen_reader,

@@ -83,13 +83,21 @@ pub fn watch(
                     .enumerate()
                     .map(|(i, o)| format!("Alt+{}: {}", i + 1, crate::ui::markdown::visible(&o.name)))
                     .collect();
-                let text = gettext_f(
-                    "The agent asks to run a tool: {title}. {keys}",
-                    &[
-                        ("title", &crate::ui::markdown::visible(&request.tool_call.title)),
-                        ("keys", &keys.join(", ")),
-                    ],
-                );
+                let title = crate::ui::markdown::visible(&request.tool_call.title);
+                let text = match &request.subagent {
+                    Some(s) => gettext_f(
+                        "Its subagent {agent} asks to run a tool: {title}. {keys}",
+                        &[
+                            ("agent", &crate::ui::markdown::visible(&s.title)),
+                            ("title", &title),
+                            ("keys", &keys.join(", ")),
+                        ],
+                    ),
+                    None => gettext_f(
+                        "The agent asks to run a tool: {title}. {keys}",
+                        &[("title", &title), ("keys", &keys.join(", "))],
+                    ),
+                };
                 announce(&banner, &text, Priority::High);
                 None
             }
@@ -117,6 +125,17 @@ pub fn watch(
             }
         ),
     );
+    // A helper that stops working: how it ended.
+    let threads = agent.conversation().subagents();
+    let helper = threads.connect_ended(glib::clone!(
+        #[weak]
+        composer,
+        move |o| {
+            let s = o.info();
+            let text = crate::ui::widgets::subagent_view::spoken(&s);
+            announce(&composer, &text, Priority::Medium);
+        }
+    ));
     let ended = agent.conversation().connect_local(
         "turn-ended",
         false,
@@ -152,6 +171,7 @@ pub fn watch(
         (agent.conversation().clone().upcast(), permission),
         (agent.conversation().clone().upcast(), notice),
         (agent.conversation().clone().upcast(), ended),
+        (threads.upcast(), helper),
     ]
 }
 

@@ -93,13 +93,18 @@ fn listen(agent: &AgentObject, app: &glib::WeakRef<gtk::Application>, core: &Cor
             let agent = weak.upgrade()?;
             let p = args.get(1).and_then(|v| v.get::<PermissionObject>().ok())?;
             let request = p.request();
+            // Which helper asks, when one does.
+            let title = match &request.subagent {
+                Some(s) => format!("{}: {}", s.title, request.tool_call.title),
+                None => request.tool_call.title.clone(),
+            };
             notify(
                 &a.upgrade()?,
                 &c,
                 "permission-requested",
                 &agent.name(),
                 &agent.title(),
-                &request.tool_call.title,
+                &title,
                 Some(request),
             );
             None

@@ -25,6 +25,9 @@ pub struct InboxItem {
     /// Since when (RFC 3339), where known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub since: Option<String>,
+    /// The helper that asks, for a subagent's permission request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent: Option<crate::core::events::Asker>,
 }
 
 impl ChatService {
@@ -43,6 +46,7 @@ impl ChatService {
                     message_id: Some(p.request.message_id.clone()).filter(|m| !m.is_empty()),
                     text: p.request.tool_call.title.clone(),
                     since: Some(time(p.since)),
+                    subagent: p.request.subagent.clone(),
                 });
             }
             for e in &c.elicitations {
@@ -53,6 +57,7 @@ impl ChatService {
                     message_id: e.request.message_id.clone(),
                     text: e.request.message.clone(),
                     since: Some(e.request.since.clone()),
+                    subagent: None,
                 });
             }
             if let Some((id, when)) = &c.unseen {
@@ -64,6 +69,7 @@ impl ChatService {
                         message_id: Some(id.clone()),
                         text: gettext("The answer is complete."),
                         since: Some(time(*when)),
+                        subagent: None,
                     });
                 }
             }
@@ -86,6 +92,7 @@ impl ChatService {
                     message_id: None,
                     text: gettext("sign-in needed"),
                     since: None,
+                    subagent: None,
                 });
             }
             if a.state == AgentState::Error {
@@ -96,6 +103,7 @@ impl ChatService {
                     message_id: None,
                     text: a.error.clone().unwrap_or_default(),
                     since: None,
+                    subagent: None,
                 });
             }
         }

@@ -453,10 +453,16 @@ impl AppModel {
                         a.conversation().add_elicitation(e);
                     }
                 }
-                Event::SubagentStarted(_)
-                | Event::SubagentUpdated(_)
-                | Event::SubagentEnded(_)
-                | Event::SubagentDelta(_) => {}
+                Event::SubagentStarted(e) | Event::SubagentUpdated(e) | Event::SubagentEnded(e) => {
+                    if let Some(a) = self.agent(&e.agent) {
+                        a.conversation().subagents().apply(e.subagent);
+                    }
+                }
+                Event::SubagentDelta(d) => {
+                    if let Some(a) = self.agent(&d.delta.agent) {
+                        a.conversation().subagents().delta(&d);
+                    }
+                }
                 Event::ElicitationResolved(e) => {
                     if let Some(a) = self.agent(&e.agent) {
                         a.conversation().remove_elicitation(&e.id);

@@ -72,6 +72,8 @@ mod imp {
         /// `messages` yet.
         pub earlier: Cell<usize>,
         pub permissions: OnceCell<gio::ListStore>,
+        /// The agent's helpers in this conversation, each with its thread.
+        pub subagents: crate::ui::models::SubagentThreads,
     }
 
     #[glib::object_subclass]
@@ -132,6 +134,11 @@ impl ConversationObject {
         o
     }
 
+    /// The agent's helpers in this conversation.
+    pub fn subagents(&self) -> super::SubagentThreads {
+        self.imp().subagents.clone()
+    }
+
     pub(super) fn forked_from_id_cell(&self) -> String {
         self.imp().forked_from_id.borrow().clone()
     }
@@ -186,6 +193,7 @@ impl ConversationObject {
             imp.earlier.set(earlier);
             let objects: Vec<MessageObject> = conv.messages.into_iter().map(MessageObject::new).collect();
             store.splice(0, 0, &objects);
+            imp.subagents.load(conv.subagents);
             self.take_requests_and_session(
                 conv.permissions,
                 conv.title.as_deref(),
@@ -306,6 +314,7 @@ impl ConversationObject {
                     .and_downcast::<MessageObject>()
                     .is_some_and(|o| o.id() == m.id)
             });
+        imp.subagents.load(conv.subagents);
         if !same {
             imp.earlier.set(earlier);
             let objects: Vec<MessageObject> = conv.messages.into_iter().map(MessageObject::new).collect();

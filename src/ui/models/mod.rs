@@ -6,7 +6,8 @@
 //! - [`AgentObject`]: one agent, its log, and its facets: [`AgentState`],
 //!   [`SessionControls`], [`SignIn`] and [`ConversationObject`] (its
 //!   [`MessageObject`]s, shown as [`RowObject`]s, all listed by
-//!   [`ConversationRows`], and its [`PermissionObject`]s).
+//!   [`ConversationRows`], its [`PermissionObject`]s, and its helpers'
+//!   [`SubagentObject`]s in [`SubagentThreads`]).
 
 mod agent_object;
 mod agent_state;
@@ -23,6 +24,7 @@ mod session_controls;
 mod sign_in;
 mod steering;
 mod stored;
+mod subagent_threads;
 mod terminal_outputs;
 
 pub use agent_object::{disconnect_all, AgentObject, Handlers};
@@ -37,4 +39,5 @@ pub use row_object::{RowKind, RowObject, Stamp};
 pub use session_controls::SessionControls;
 pub use sign_in::SignIn;
 pub use stored::ConversationAction;
+pub use subagent_threads::{SubagentObject, SubagentThreads};
 pub use terminal_outputs::{TerminalOutputs, TerminalView};

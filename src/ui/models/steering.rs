@@ -32,6 +32,15 @@ impl ConversationObject {
         );
     }
 
+    /// Stops one of the agent's helpers only (`CancelSubagent`).
+    pub fn cancel_subagent(&self, session_id: &str, done: impl FnOnce(Result<(), String>) + 'static) {
+        let (core, agent, id) = (self.core().clone(), self.agent(), session_id.to_owned());
+        runtime::call(
+            async move { core.chat.cancel_subagent(&agent, &id).map_err(String::from) },
+            done,
+        );
+    }
+
     /// Sends the last prompt again (`Retry`).
     pub fn retry(&self, done: impl FnOnce(Result<(), String>) + 'static) {
         let (core, agent) = (self.core().clone(), self.agent());

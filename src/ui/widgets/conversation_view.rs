@@ -124,6 +124,7 @@ impl ConversationView {
         imp.store.replace(Some(store.clone()));
         imp.list.set_agent_title(agent.title());
         imp.list.set_terminals(&agent.conversation().terminals());
+        imp.list.set_threads(&agent.conversation().subagents());
         // The list shows rows, several per long message (see `RowObject`).
         imp.list.set_model(Some(&agent.conversation().rows()));
         let items = store.connect_items_changed(glib::clone!(

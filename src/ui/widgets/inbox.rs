@@ -25,7 +25,16 @@ fn icon(kind: &str) -> &'static str {
 fn what(item: &InboxItem) -> String {
     let text = crate::ui::markdown::visible(&item.text.chars().take(300).collect::<String>()).into_owned();
     match item.kind {
-        "permission" => gettext_f("asks to run a tool: {title}", &[("title", &text)]),
+        "permission" => match &item.subagent {
+            Some(a) => gettext_f(
+                "its subagent {agent} asks to run a tool: {title}",
+                &[
+                    ("agent", &crate::ui::markdown::visible(&a.title)),
+                    ("title", &text),
+                ],
+            ),
+            None => gettext_f("asks to run a tool: {title}", &[("title", &text)]),
+        },
         "elicitation" => gettext_f("asks: {message}", &[("message", &text)]),
         "answer" => gettext("answered while you were away"),
         "sign-in" => gettext("needs you to sign in"),

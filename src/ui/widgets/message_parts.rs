@@ -3,7 +3,7 @@
 //! blocks (`code_block`), expanders that the keyboard opens, tool cards,
 //! plans, session notices and compaction dividers.
 
-use crate::ui::models::TerminalOutputs;
+use crate::ui::models::{SubagentThreads, TerminalOutputs};
 use agent_client_protocol_schema::v1 as acp;
 use gtk::glib;
 use gtk::prelude::*;
@@ -314,7 +314,11 @@ fn markdown_plan(md: &str) -> gtk::Widget {
 }
 
 /// The widget of a part that is not streamed text.
-pub(super) fn part_widget(part: &Part, terminals: &TerminalOutputs) -> gtk::Widget {
+pub(super) fn part_widget(
+    part: &Part,
+    terminals: &TerminalOutputs,
+    threads: &SubagentThreads,
+) -> gtk::Widget {
     match part {
         // A user's text is shown as typed; an agent's is streamed Markdown
         // (a TextSlot) and never reaches here.
@@ -329,7 +333,16 @@ pub(super) fn part_widget(part: &Part, terminals: &TerminalOutputs) -> gtk::Widg
             expander.set_child(Some(&body));
             expander.upcast()
         }
-        Part::Tool(call) => tool_card(call, terminals),
+        Part::Tool(call) => {
+            let card = tool_card(call, terminals);
+            // The helpers it started: their threads, in its card.
+            if let Some(b) = card.downcast_ref::<gtk::Box>() {
+                for t in super::subagent_view::linked_threads(&call.id, terminals, threads) {
+                    b.append(&t);
+                }
+            }
+            card
+        }
         Part::Plan {
             markdown: Some(md), ..
         } => markdown_plan(md),
@@ -337,7 +350,7 @@ pub(super) fn part_widget(part: &Part, terminals: &TerminalOutputs) -> gtk::Widg
         Part::Attachment(a) => super::attachment_view::attachments(&[a]),
         Part::Notice(n) => notice_row(n),
         Part::Compaction(c) => compaction_divider(c),
-        Part::Subagent { .. } => gtk::Box::new(gtk::Orientation::Vertical, 0).upcast(),
-        Part::SessionNote(n) => super::subagent_view::session_note(n),
+        Part::Subagent { session_id } => super::subagent_view::thread(session_id, terminals, threads),
+        Part::SessionNote(n) => super::subagent_view::session_note(n, threads),
     }
 }

@@ -13,7 +13,7 @@ use gtk::subclass::prelude::*;
 use crate::core::types::message::{Message, Part, Role};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::visible;
-use crate::ui::models::{segments, RowKind, RowObject, TerminalOutputs};
+use crate::ui::models::{segments, RowKind, RowObject, SubagentThreads, TerminalOutputs};
 use crate::ui::widgets::message_parts::*;
 
 mod imp {
@@ -42,6 +42,8 @@ mod imp {
         pub on_changed: RefCell<Option<Rc<dyn Fn()>>>,
         /// What the terminals of its tool calls printed (given by the list).
         pub terminals: RefCell<TerminalOutputs>,
+        /// The conversation's helpers (given by the list).
+        pub threads: RefCell<SubagentThreads>,
     }
 
     #[glib::object_subclass]
@@ -121,6 +123,11 @@ impl MessageRow {
     /// Where its tool cards' terminals read what they printed.
     pub fn set_terminals(&self, terminals: &TerminalOutputs) {
         self.imp().terminals.replace(terminals.clone());
+    }
+
+    /// Where its `subagent` parts find their helpers.
+    pub fn set_threads(&self, threads: &SubagentThreads) {
+        self.imp().threads.replace(threads.clone());
     }
 
     pub fn set_on_changed(&self, f: impl Fn() + 'static) {
@@ -229,7 +236,9 @@ impl MessageRow {
                 RowKind::Part(i) => {
                     if let Some(part) = msg.parts.get(i) {
                         let terminals = imp.terminals.borrow().clone();
-                        let content = self.content_for(row, |b| b.append(&part_widget(part, &terminals)));
+                        let threads = imp.threads.borrow().clone();
+                        let content =
+                            self.content_for(row, |b| b.append(&part_widget(part, &terminals, &threads)));
                         imp.parts.append(&content);
                     }
                 }

@@ -30,7 +30,7 @@ pub mod sign_in_methods;
 pub mod sign_in_page;
 pub mod sign_in_terminal;
 pub mod slash_completion;
-mod subagent_view;
+pub mod subagent_view;
 pub mod terminal;
 pub mod terminal_view;
 pub mod text_block;

@@ -176,12 +176,22 @@ impl PermissionBanner {
             return;
         };
         let request = object.request();
-        let mut text = gettext_f(
-            "<b>The agent asks to run a tool:</b> {title}",
-            // The agent's text: control and bidi characters shown, not
-            // obeyed (a NUL would also panic on its way into GTK).
-            &[("title", &crate::ui::markdown::escape(&request.tool_call.title))],
-        );
+        // The agent's text: control and bidi characters shown, not obeyed
+        // (a NUL would also panic on its way into GTK).
+        let title = crate::ui::markdown::escape(&request.tool_call.title);
+        let mut text = match &request.subagent {
+            Some(a) => gettext_f(
+                "<b>Its subagent {agent} asks to run a tool:</b> {title}",
+                &[
+                    ("agent", &crate::ui::markdown::escape(&a.title)),
+                    ("title", &title),
+                ],
+            ),
+            None => gettext_f(
+                "<b>The agent asks to run a tool:</b> {title}",
+                &[("title", &title)],
+            ),
+        };
         if request.rejections > 0 {
             text.push_str(&glib::markup_escape_text(&format!(
                 " ({})",

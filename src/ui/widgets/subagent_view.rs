@@ -1,25 +1,308 @@
-//! A subagent in the conversation: what one session told another.
+//! A subagent in the conversation: its thread where it was started (a
+//! card that expands: collapsed, its title, status and what it does now;
+//! expanded, its messages drawn as a conversation's, a helper of its own
+//! nested inside), and what one session told another.
 
+use gtk::glib;
 use gtk::prelude::*;
 
-use crate::core::types::subagent::SessionNote;
-use crate::i18n::gettext;
+use super::message_parts::{append_markdown, part_widget};
+use crate::core::types::message::Part;
+use crate::core::types::subagent::{SessionNote, Subagent, SubagentStatus};
+use crate::i18n::{gettext, gettext_f};
+use crate::ui::markdown::visible;
+use crate::ui::models::{SubagentObject, SubagentThreads, TerminalOutputs};
+
+/// An expanded thread draws at most its last this many parts (the rest
+/// are in the export and the history).
+const SHOWN_PARTS: usize = 200;
+/// Threads nest at most this deep in the window.
+const MAX_DEPTH: usize = 6;
+
+/// The status as words, and its icon.
+pub fn status_words(s: &Subagent) -> (String, &'static str) {
+    match s.status {
+        SubagentStatus::Working => (gettext("working"), "content-loading-symbolic"),
+        SubagentStatus::Waiting => (gettext("waiting for you"), "dialog-question-symbolic"),
+        SubagentStatus::Done => (gettext("done"), "object-select-symbolic"),
+        SubagentStatus::Failed => match &s.error {
+            Some(e) => (
+                gettext_f("failed: {error}", &[("error", &visible(e))]),
+                "dialog-error-symbolic",
+            ),
+            None => (gettext("failed"), "dialog-error-symbolic"),
+        },
+        SubagentStatus::Cancelled => (gettext("cancelled"), "process-stop-symbolic"),
+        SubagentStatus::Unknown => (gettext("status unknown"), "dialog-question-symbolic"),
+    }
+}
+
+/// What a screen reader hears of a helper.
+pub fn spoken(s: &Subagent) -> String {
+    let (status, _) = status_words(s);
+    let title = visible(&s.title);
+    if s.summary.is_empty() || !s.status.is_active() {
+        gettext_f(
+            "Subagent {title}, {status}",
+            &[("title", &title), ("status", &status)],
+        )
+    } else {
+        gettext_f(
+            "Subagent {title}, {status}: {summary}",
+            &[
+                ("title", &title),
+                ("status", &status),
+                ("summary", &visible(&s.summary)),
+            ],
+        )
+    }
+}
+
+/// Where helper `session_id` was announced: its thread, unless a tool
+/// call links it (its card is then drawn in that tool call's).
+pub(super) fn thread(
+    session_id: &str,
+    terminals: &TerminalOutputs,
+    threads: &SubagentThreads,
+) -> gtk::Widget {
+    thread_at(session_id, terminals, threads, 0, true)
+}
+
+/// The threads of the helpers tool call `id` links, for its card.
+pub(super) fn linked_threads(
+    id: &str,
+    terminals: &TerminalOutputs,
+    threads: &SubagentThreads,
+) -> Vec<gtk::Widget> {
+    threads
+        .linked_to(id)
+        .iter()
+        .map(|o| thread_at(&o.info().session_id, terminals, threads, 0, false))
+        .collect()
+}
+
+fn thread_at(
+    session_id: &str,
+    terminals: &TerminalOutputs,
+    threads: &SubagentThreads,
+    depth: usize,
+    placeholder: bool,
+) -> gtk::Widget {
+    let Some(o) = threads.get(session_id) else {
+        let l = gtk::Label::new(Some(&gettext("A subagent")));
+        l.set_xalign(0.0);
+        l.add_css_class("dim-label");
+        return l.upcast();
+    };
+    let card = gtk::Box::new(gtk::Orientation::Vertical, 4);
+    card.add_css_class("subagent-thread");
+    let top = gtk::Box::new(gtk::Orientation::Horizontal, 8);
+    let expander = gtk::Expander::new(None);
+    expander.set_hexpand(true);
+    let head = gtk::Box::new(gtk::Orientation::Vertical, 2);
+    let line = gtk::Box::new(gtk::Orientation::Horizontal, 8);
+    let icon = gtk::Image::builder()
+        .accessible_role(gtk::AccessibleRole::Presentation)
+        .build();
+    let spinner = gtk::Spinner::new();
+    let title = gtk::Label::new(None);
+    title.set_xalign(0.0);
+    title.set_hexpand(true);
+    title.set_ellipsize(gtk::pango::EllipsizeMode::End);
+    title.add_css_class("heading");
+    let status = gtk::Label::new(None);
+    status.add_css_class("caption");
+    status.add_css_class("status");
+    status.set_ellipsize(gtk::pango::EllipsizeMode::End);
+    line.append(&icon);
+    line.append(&spinner);
+    line.append(&title);
+    line.append(&status);
+    let summary = gtk::Label::new(None);
+    summary.set_xalign(0.0);
+    summary.set_ellipsize(gtk::pango::EllipsizeMode::End);
+    summary.add_css_class("caption");
+    summary.add_css_class("dim-label");
+    head.append(&line);
+    head.append(&summary);
+    expander.set_label_widget(Some(&head));
+    expander.set_expanded(o.expanded());
+    let body = gtk::Box::new(gtk::Orientation::Vertical, 6);
+    body.add_css_class("subagent-body");
+    expander.set_child(Some(&body));
+    let cancel = gtk::Button::with_label(&gettext("Cancel"));
+    cancel.add_css_class("flat");
+    cancel.set_valign(gtk::Align::Start);
+    cancel.set_action_name(Some("win.cancel-subagent"));
+    cancel.set_action_target_value(Some(&session_id.to_variant()));
+    top.append(&expander);
+    top.append(&cancel);
+    card.append(&top);
+
+    let refresh = glib::clone!(
+        #[weak]
+        card,
+        #[weak]
+        expander,
+        #[weak]
+        icon,
+        #[weak]
+        spinner,
+        #[weak]
+        title,
+        #[weak]
+        status,
+        #[weak]
+        summary,
+        #[weak]
+        cancel,
+        move |o: &SubagentObject| {
+            let s = o.info();
+            // Linked by a tool call, it is drawn in that call's card.
+            card.set_visible(!(placeholder && s.tool_call.is_some()));
+            let (words, icon_name) = status_words(&s);
+            let shown_title = if s.title.is_empty() {
+                gettext("A subagent")
+            } else {
+                visible(&s.title).into_owned()
+            };
+            title.set_label(&shown_title);
+            title.set_tooltip_text(Some(&visible(&s.description)));
+            status.set_label(&words);
+            for c in ["failed", "completed"] {
+                status.remove_css_class(c);
+            }
+            match s.status {
+                SubagentStatus::Failed => status.add_css_class("failed"),
+                SubagentStatus::Done => status.add_css_class("completed"),
+                _ => {}
+            }
+            let working = s.status == SubagentStatus::Working;
+            spinner.set_visible(working);
+            spinner.set_spinning(working);
+            icon.set_visible(!working);
+            icon.set_icon_name(Some(icon_name));
+            summary.set_label(&visible(&s.summary));
+            summary.set_visible(!s.summary.is_empty() && !expander.is_expanded() && s.status.is_active());
+            cancel.set_visible(s.can_cancel && s.status.is_active());
+            crate::ui::a11y::set_label(
+                &cancel,
+                &gettext_f("Cancel subagent {title}", &[("title", &shown_title)]),
+            );
+            crate::ui::a11y::set_label(&expander, &spoken(&s));
+        }
+    );
+    refresh(&o);
+    let fill = glib::clone!(
+        #[weak]
+        expander,
+        #[weak]
+        body,
+        #[strong]
+        terminals,
+        #[strong]
+        threads,
+        move |o: &SubagentObject| {
+            if expander.is_expanded() {
+                fill_body(&body, o, &terminals, &threads, depth);
+            }
+        }
+    );
+    // The handlers go with the card: the object outlives it.
+    fill(&o);
+    let handlers = std::cell::RefCell::new(Some((
+        o.connect_changed(refresh.clone()),
+        o.connect_thread_changed(fill.clone()),
+    )));
+    let weak = o.downgrade();
+    card.connect_destroy(move |_| {
+        if let (Some(o), Some((a, b))) = (weak.upgrade(), handlers.take()) {
+            o.disconnect(a);
+            o.disconnect(b);
+        }
+    });
+    expander.connect_expanded_notify(glib::clone!(
+        #[weak]
+        o,
+        #[weak]
+        body,
+        move |e| {
+            o.set_expanded(e.is_expanded());
+            if e.is_expanded() {
+                fill(&o);
+            } else {
+                while let Some(c) = body.first_child() {
+                    body.remove(&c);
+                }
+            }
+            refresh(&o);
+        }
+    ));
+    card.upcast()
+}
+
+/// The helper's thread, drawn anew (its last `SHOWN_PARTS` parts).
+fn fill_body(
+    body: &gtk::Box,
+    o: &SubagentObject,
+    terminals: &TerminalOutputs,
+    threads: &SubagentThreads,
+    depth: usize,
+) {
+    while let Some(c) = body.first_child() {
+        body.remove(&c);
+    }
+    o.with_messages(|messages| {
+        let parts: Vec<&Part> = messages.iter().flat_map(|m| m.parts.iter()).collect();
+        let skip = parts.len().saturating_sub(SHOWN_PARTS);
+        if skip > 0 {
+            let l = gtk::Label::new(Some(&gettext_f(
+                "{n} earlier parts are in the export",
+                &[("n", &skip.to_string())],
+            )));
+            l.add_css_class("dim-label");
+            l.set_xalign(0.0);
+            body.append(&l);
+        }
+        for part in parts.into_iter().skip(skip) {
+            match part {
+                Part::Text { text } => append_markdown(body, text),
+                Part::Subagent { session_id } if depth + 1 < MAX_DEPTH => {
+                    body.append(&thread_at(session_id, terminals, threads, depth + 1, true))
+                }
+                Part::Subagent { .. } => {}
+                other => body.append(&part_widget(other, terminals, threads)),
+            }
+        }
+    });
+}
 
 /// A message between sessions: never drawn as the user's or the agent's own
-/// words (a quoted card with who sent it).
-pub(super) fn session_note(n: &SessionNote) -> gtk::Widget {
+/// words (a quoted card that says who told whom).
+pub(super) fn session_note(n: &SessionNote, threads: &SubagentThreads) -> gtk::Widget {
     let b = gtk::Box::new(gtk::Orientation::Vertical, 4);
     b.add_css_class("session-note");
-    let heading = gtk::Label::new(Some(&gettext("Between sessions")));
-    heading.set_xalign(0.0);
-    heading.add_css_class("caption-heading");
-    heading.add_css_class("dim-label");
-    b.append(&heading);
-    let text = gtk::Label::new(Some(&n.text));
+    let name = |sid: &Option<String>| {
+        sid.as_deref()
+            .and_then(|s| threads.get(s))
+            .map(|o| visible(&o.info().title).into_owned())
+    };
+    let heading = match (name(&n.sender), name(&n.recipient)) {
+        (Some(from), _) => gettext_f("From subagent {title}", &[("title", &from)]),
+        (None, Some(to)) => gettext_f("To subagent {title}", &[("title", &to)]),
+        (None, None) => gettext("Between sessions"),
+    };
+    let label = gtk::Label::new(Some(&heading));
+    label.set_xalign(0.0);
+    label.add_css_class("caption-heading");
+    label.add_css_class("dim-label");
+    b.append(&label);
+    let text = gtk::Label::new(Some(&visible(&n.text)));
     text.set_xalign(0.0);
     text.set_wrap(true);
     text.set_wrap_mode(gtk::pango::WrapMode::WordChar);
     text.set_selectable(true);
     b.append(&text);
+    crate::ui::a11y::set_label(&b, &format!("{heading}: {}", visible(&n.text)));
     b.upcast()
 }

@@ -17,6 +17,17 @@ impl ParleyWindow {
             .worktree_info(&agent.name())
             .map(|w| format!(" · {}", w.branch))
             .unwrap_or_default();
+        // Its helpers at work, in sight.
+        let working = agent.conversation().subagents().working();
+        let branch = if working > 0 {
+            let n = crate::i18n::fill(
+                &crate::i18n::ngettext("{n} subagent working", "{n} subagents working", working),
+                &[("n", &working.to_string())],
+            );
+            format!("{branch} · {n}")
+        } else {
+            branch
+        };
         if session_title.is_empty() {
             // Where it runs in the subtitle: it stays in sight when narrow.
             let on_host = agent.on_host();

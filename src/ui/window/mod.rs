@@ -399,6 +399,12 @@ impl ParleyWindow {
         self.imp().changes_button.get()
     }
 
+    /// The conversation header's subtitle (where and how the agent runs,
+    /// its helpers at work).
+    pub fn conversation_subtitle(&self) -> String {
+        self.imp().conversation_title.subtitle().to_string()
+    }
+
     pub fn conversation_view(&self) -> ConversationView {
         self.imp().conversation_view.get()
     }
@@ -489,6 +495,16 @@ impl ParleyWindow {
             move |_| win.update_steering(&agent)
         ));
         handlers.push((agent.conversation().clone().upcast(), changed));
+        // "2 subagents working", in the header.
+        let threads = agent.conversation().subagents();
+        let working = threads.connect_working_notify(glib::clone!(
+            #[weak(rename_to = win)]
+            self,
+            #[weak]
+            agent,
+            move |_| win.update_header(&agent)
+        ));
+        handlers.push((threads.upcast(), working));
         handlers.extend(crate::ui::announcer::watch(
             &agent,
             &imp.permission_banner,

@@ -78,6 +78,12 @@ impl ParleyWindow {
             let said = gettext("Sent now; the running answer was stopped");
             agent.conversation().send_now(&id, win.done_saying(Some(said)));
         });
+        self.conversation_action("cancel-subagent", |win, agent, id| {
+            let said = gettext("Cancelling the subagent");
+            agent
+                .conversation()
+                .cancel_subagent(&id, win.done_saying(Some(said)));
+        });
         self.conversation_action("queued-up", |win, agent, id| win.move_queued(&agent, &id, -1));
         self.conversation_action("queued-down", |win, agent, id| win.move_queued(&agent, &id, 1));
         self.conversation_action("queued-remove", |win, agent, id| {

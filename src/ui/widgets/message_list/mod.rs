@@ -30,7 +30,7 @@ use gtk::prelude::*;
 use gtk::subclass::prelude::*;
 use gtk::{gio, glib};
 
-use crate::ui::models::{RowObject, TerminalOutputs};
+use crate::ui::models::{RowObject, SubagentThreads, TerminalOutputs};
 use crate::ui::widgets::message_row::MessageRow;
 
 mod anchor;
@@ -76,6 +76,8 @@ mod imp {
         pub update_handler: RefCell<Option<(gtk::gdk::FrameClock, glib::SignalHandlerId)>>,
         /// What the terminals of the tool calls printed (for the rows).
         pub terminals: RefCell<TerminalOutputs>,
+        /// The conversation's helpers (a `subagent` part shows one).
+        pub threads: RefCell<SubagentThreads>,
     }
 
     impl Default for MessageList {
@@ -95,6 +97,7 @@ mod imp {
                 clear_pending: Cell::default(),
                 update_handler: RefCell::default(),
                 terminals: RefCell::default(),
+                threads: RefCell::default(),
             }
         }
     }
@@ -255,6 +258,18 @@ impl MessageList {
     /// before the rows come (the window has one for every agent).
     pub fn set_terminals(&self, terminals: &TerminalOutputs) {
         self.imp().terminals.replace(terminals.clone());
+    }
+
+    /// Where the rows' `subagent` parts find their helpers; set with the
+    /// conversation.
+    pub fn set_threads(&self, threads: &SubagentThreads) {
+        self.imp().threads.replace(threads.clone());
+        let widgets: Vec<MessageRow> = std::iter::successors(self.first_child(), |w| w.next_sibling())
+            .filter_map(|w| w.downcast::<MessageRow>().ok())
+            .collect();
+        for w in widgets {
+            w.set_threads(threads);
+        }
     }
 
     /// Shows the rows of `model` (a list of `RowObject`s), from its end.
@@ -427,6 +442,7 @@ impl ListWidget for MessageList {
     fn new_row(&self) -> MessageRow {
         let w = MessageRow::new();
         w.set_terminals(&self.imp().terminals.borrow());
+        w.set_threads(&self.imp().threads.borrow());
         w.set_parent(self);
         let list = self.downgrade();
         w.set_on_changed(move || {
