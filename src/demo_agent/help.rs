@@ -140,6 +140,8 @@ The model option's value demo-unavailable is always refused.
                        (default 3) and starts a child of its own, one asks
                        permission on its own session and appends to
                        NOTES.md; each reports back (session_message)
+  subagents-quiet [SECONDS]
+                       the same, the explorer silent while it works
   timeline             a notice, two plans by id (one removed), two agent
                        messages (messageId), a tool call with its name, a
                        context compaction with a summary, an update of an

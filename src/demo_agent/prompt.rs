@@ -196,7 +196,8 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         "echo" => turns::echo(&agent, &sid, &rest(1)),
         "help" => help::answer(&agent, &sid).await,
         "plan" => showcase::plan(&agent, &sid).await,
-        "subagents" => subagents::run(&agent, &sid, num(1, 3)).await,
+        "subagents" => subagents::run(&agent, &sid, num(1, 3), false).await,
+        "subagents-quiet" => subagents::run(&agent, &sid, num(1, 3), true).await,
         _ => showcase::demo(&agent, &sid, &text).await,
     };
     let stop = if agent.is_cancelled(&sid) {

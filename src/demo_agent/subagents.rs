@@ -13,7 +13,8 @@
 //!   no state) asks permission on its own session, then appends to
 //!   `NOTES.md` if allowed, and reports back.
 //!
-//! The parent waits for both, then says how each ended. Without the
+//! `subagents-quiet [SECONDS]`: the same, the explorer silent while it
+//! works. The parent waits for both, then says how each ended. Without the
 //! capability, it says so and does the work itself.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,7 +25,7 @@ use serde_json::{json, Value};
 
 use super::state::Agent;
 
-pub(super) async fn run(agent: &Agent, sid: &str, seconds: u64) -> String {
+pub(super) async fn run(agent: &Agent, sid: &str, seconds: u64, quiet: bool) -> String {
     let capable = agent
         .client_capabilities
         .lock()
@@ -77,7 +78,7 @@ pub(super) async fn run(agent: &Agent, sid: &str, seconds: u64) -> String {
         agent.update(child, note);
     }
     let (explored, fixed) = tokio::join!(
-        explore_tests(agent, sid, &explore, seconds),
+        explore_tests(agent, sid, &explore, seconds, quiet),
         fix_typo(agent, sid, &fix)
     );
     agent.update(
@@ -110,7 +111,7 @@ fn report(agent: &Agent, parent: &str, child: &str, text: &str) {
     );
 }
 
-async fn explore_tests(agent: &Agent, sid: &str, me: &str, seconds: u64) -> &'static str {
+async fn explore_tests(agent: &Agent, sid: &str, me: &str, seconds: u64, quiet: bool) -> &'static str {
     agent.update(
         me,
         json!({"sessionUpdate": "tool_call", "toolCallId": format!("{me}-read"), "title": "Read tests/",
@@ -142,11 +143,13 @@ async fn explore_tests(agent: &Agent, sid: &str, me: &str, seconds: u64) -> &'st
             );
             return "cancelled";
         }
-        agent.chunk(
-            me,
-            "agent_message_chunk",
-            &format!("Still exploring ({}/{steps})…\n", i + 1),
-        );
+        if !quiet {
+            agent.chunk(
+                me,
+                "agent_message_chunk",
+                &format!("Still exploring ({}/{steps})…\n", i + 1),
+            );
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     state(agent, sid, me, json!({"state": "idle", "stopReason": "end_turn"}));

@@ -292,3 +292,60 @@ fn two_helpers_at_once_one_asks_one_is_cancelled_alone_one_nests() {
     drop(s.stdin);
     let _ = s.child.wait();
 }
+
+/// A helper at work that goes silent is the one not responding: marked
+/// `stalled` (and again not once it speaks or stops), the turn itself not.
+#[test]
+fn a_silent_helper_is_the_one_not_responding() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).expect("project");
+    let config = dir.path().join("config.json");
+    let mut demo = agent("demo", "");
+    demo["cwd"] = json!(project.display().to_string());
+    let text = json!({"limits": {"turnSilenceWarning": "1s"}, "agents": [demo]});
+    std::fs::write(&config, text.to_string()).expect("config");
+    let mut s = Serve::start(dir.path(), &config);
+    let seen = std::cell::RefCell::new(Vec::new());
+    s.call(1, "ChatService.Send", json!(["demo", "subagents-quiet 30"]));
+    let asked = events_until(&s, &seen, "the fixer's request", |v| {
+        v["event"] == "permission:requested"
+    });
+    let id = asked["payload"]["id"].clone();
+    call(
+        &mut s,
+        &seen,
+        2,
+        "ChatService.AnswerPermission",
+        json!([id, "reject-once"]),
+    );
+    let stalled = events_until(&s, &seen, "the explorer not responding", |v| {
+        subagent_event(v, "subagent:updated", "Explore the tests").is_some_and(|a| a["stalled"] == true)
+    });
+    assert_eq!(stalled["payload"]["subagent"]["status"], "working", "{stalled}");
+    assert!(
+        !seen.borrow().iter().any(|v| v["event"] == "turn:stalled"),
+        "the turn is not the one not responding"
+    );
+    let explore_id = stalled["payload"]["subagent"]["sessionId"].clone();
+    call(
+        &mut s,
+        &seen,
+        3,
+        "ChatService.CancelSubagent",
+        json!(["demo", explore_id]),
+    );
+    let ended = events_until(&s, &seen, "the explorer's end", |v| {
+        subagent_event(v, "subagent:ended", "Explore the tests").is_some()
+    });
+    assert!(ended["payload"]["subagent"].get("stalled").is_none(), "{ended}");
+    events_until(&s, &seen, "the turn's end", |v| {
+        v["event"] == "turn:changed" && v["payload"]["busy"] == false
+    });
+    assert!(
+        !seen.borrow().iter().any(|v| v["event"] == "turn:stalled"),
+        "the turn is not the one not responding"
+    );
+    drop(s.stdin);
+    let _ = s.child.wait();
+}

@@ -45,6 +45,28 @@ impl ChatService {
                     continue;
                 }
                 if !c.stalled && since.elapsed() >= warn {
+                    // The turn waits on a helper at work that went silent:
+                    // that helper is the one not responding.
+                    let working = crate::core::types::subagent::SubagentStatus::Working;
+                    if c.subagents.iter().any(|s| s.info.status == working) {
+                        let silent: Vec<_> = c
+                            .subagents
+                            .iter_mut()
+                            .filter(|s| s.info.status == working && !s.info.stalled)
+                            .map(|s| {
+                                s.info.stalled = true;
+                                s.info.clone()
+                            })
+                            .collect();
+                        drop(convs);
+                        for subagent in silent {
+                            this.emit(Event::SubagentUpdated(events::SubagentChanged {
+                                agent: agent.clone(),
+                                subagent,
+                            }));
+                        }
+                        continue;
+                    }
                     c.stalled = true;
                     drop(convs);
                     this.emit(Event::TurnStalled(events::TurnStalled {

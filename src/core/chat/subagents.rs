@@ -209,6 +209,11 @@ impl ChatService {
         let is_text = matches!(update, acp::SessionUpdate::AgentMessageChunk(_));
         let child = &mut c.subagents[i];
         child.activity = child.activity.wrapping_add(1);
+        // Heard from again.
+        if child.info.stalled {
+            child.info.stalled = false;
+            self.emit_subagent(agent, child.info.clone(), false);
+        }
         let sid = child.info.session_id.clone();
         let mut next_id = || self.next_id("m");
         let unshown = child

@@ -63,6 +63,10 @@ pub struct Subagent {
     /// its last line of text).
     #[serde(default)]
     pub summary: String,
+    /// Working, it has sent nothing for `limits.turnSilenceWarning`: it is
+    /// the one not responding (not its parent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stalled: bool,
 }
 
 impl Subagent {
@@ -109,7 +113,10 @@ impl Subagent {
             M::Undefined => {}
         }
         match &u.state {
-            M::Value(s) => self.set_state(s),
+            M::Value(s) => {
+                self.set_state(s);
+                self.stalled = false;
+            }
             M::Null => self.status = SubagentStatus::Unknown,
             M::Undefined => {}
         }

@@ -22,6 +22,7 @@ const MAX_DEPTH: usize = 6;
 /// The status as words, and its icon.
 pub fn status_words(s: &Subagent) -> (String, &'static str) {
     match s.status {
+        SubagentStatus::Working if s.stalled => (gettext("not responding"), "dialog-warning-symbolic"),
         SubagentStatus::Working => (gettext("working"), "content-loading-symbolic"),
         SubagentStatus::Waiting => (gettext("waiting for you"), "dialog-question-symbolic"),
         SubagentStatus::Done => (gettext("done"), "object-select-symbolic"),
@@ -177,7 +178,7 @@ fn thread_at(
                 SubagentStatus::Done => status.add_css_class("completed"),
                 _ => {}
             }
-            let working = s.status == SubagentStatus::Working;
+            let working = s.status == SubagentStatus::Working && !s.stalled;
             spinner.set_visible(working);
             spinner.set_spinning(working);
             icon.set_visible(!working);
