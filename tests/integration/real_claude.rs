@@ -302,3 +302,103 @@ async fn claude_forks_its_session_and_takes_a_message_mid_turn() {
         conv.messages
     );
 }
+
+/// claude-agent-acp 0.101 delegates (its Agent tool, with the `subagents`
+/// capability Parley advertises): the helper is a thread of its own, its
+/// edit asks on its own session and says which helper asks, its text is
+/// never the parent's, and its report is a note between sessions.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_delegates_to_a_subagent_that_is_a_thread_of_its_own() {
+    let p = Project::new();
+    let notes = p.notes().display().to_string();
+    // The parent's model asks for a helper (waiting for it); the helper's
+    // own requests (its prompt is in them) read, edit and report; then the
+    // parent answers. In the order they come (the script's steps count
+    // each conversation's tool results, and two conversations share it).
+    let api = ModelApi::start(vec![Reply::text("(nothing more was scripted)")]);
+    for reply in [
+        Reply::tool(
+            "Agent",
+            json!({"description": "Add line four", "prompt": "Add a line four to notes.txt.",
+                "subagent_type": "general-purpose", "run_in_background": false}),
+        ),
+        Reply::tool("Read", json!({"file_path": notes})),
+        Reply::tool(
+            "Edit",
+            json!({"file_path": notes, "old_string": "line three", "new_string": "line three\nline four",
+                "replace_all": false}),
+        ),
+        Reply::text("Added line four to notes.txt."),
+        Reply::text("My helper added line four."),
+    ] {
+        api.next(reply);
+    }
+    let Some(agent) = claude(&p, &api) else { return };
+    let mut h = parley(&[agent], json!({}));
+    h.core
+        .chat
+        .set_option("claude", "mode", json!("default"))
+        .await
+        .expect("the default mode");
+    h.core
+        .chat
+        .send("claude", "Have a helper add line four")
+        .expect("send");
+    let asked = h.answer_next("allow_once").await;
+    let asker = asked.subagent.clone().unwrap_or_else(|| {
+        panic!(
+            "the helper's request does not say which helper asks: {asked:#?}\n{}",
+            h.log_of("claude")
+        )
+    });
+    assert_eq!(asker.title, "Add line four", "{asked:#?}");
+    h.turn_ends("claude").await;
+    assert_eq!(p.notes_text(), "line one\nline two\nline three\nline four\n");
+    let conv = h.core.chat.conversation("claude").expect("conversation");
+    assert_eq!(conv.subagents.len(), 1, "{:#?}", conv.subagents);
+    let helper = &conv.subagents[0];
+    assert_eq!(helper.subagent.session_id, asker.session_id);
+    assert_eq!(
+        wire_name(&helper.subagent.status),
+        "done",
+        "{:#?}\n{}",
+        helper.subagent,
+        h.log_of("claude")
+    );
+    let helper_parts: Vec<&Part> = helper.messages.iter().flat_map(|m| m.parts.iter()).collect();
+    assert!(
+        helper_parts
+            .iter()
+            .any(|p| matches!(p, Part::Tool(t) if wire_name(&t.kind) == "edit")),
+        "the helper's edit is in its thread: {helper_parts:#?}"
+    );
+    let m = h.answer("claude");
+    assert!(m.text().contains("My helper added line four."), "{m:#?}");
+    assert!(
+        !m.text().contains("Added line four to notes.txt."),
+        "the helper's words are not the parent's: {m:#?}"
+    );
+    assert!(
+        m.parts
+            .iter()
+            .any(|p| matches!(p, Part::Subagent { session_id } if *session_id == asker.session_id)),
+        "the parent shows where the helper started: {m:#?}"
+    );
+    // The report: a note from the helper, its harness tags taken out.
+    let reports: Vec<&str> = m
+        .parts
+        .iter()
+        .filter_map(|p| match p {
+            Part::SessionNote(n) if n.sender.as_deref() == Some(asker.session_id.as_str()) => {
+                Some(n.text.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.contains("Added line four") && !r.contains("<tools-used")),
+        "{reports:?}\n{m:#?}"
+    );
+}
