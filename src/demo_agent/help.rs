@@ -140,6 +140,7 @@ The model option's value demo-unavailable is always refused.
                        (default 3) and starts a child of its own, one asks
                        permission on its own session and appends to
                        NOTES.md; each reports back (session_message)
+  subagents-flood K N M K helpers stream N chunks of M bytes each at once
   subagents-quiet [SECONDS]
                        the same, the explorer silent while it works
   timeline             a notice, two plans by id (one removed), two agent

@@ -197,6 +197,7 @@ pub(super) async fn answer(agent: Arc<Agent>, id: Value, params: Value) {
         "help" => help::answer(&agent, &sid).await,
         "plan" => showcase::plan(&agent, &sid).await,
         "subagents" => subagents::run(&agent, &sid, num(1, 3), false).await,
+        "subagents-flood" => subagents::flood(&agent, &sid, num(1, 5), num(2, 2000), num(3, 40) as usize),
         "subagents-quiet" => subagents::run(&agent, &sid, num(1, 3), true).await,
         _ => showcase::demo(&agent, &sid, &text).await,
     };

@@ -230,3 +230,56 @@ async fn fix_typo(agent: &Agent, sid: &str, me: &str) -> &'static str {
         "refused"
     }
 }
+
+/// `subagents-flood K N M`: K helpers (1–16) stream N chunks of M bytes
+/// each at once, as fast as possible (their chunks interleaved), then end;
+/// for the window's benchmark.
+pub(super) fn flood(agent: &Agent, sid: &str, k: u64, n: u64, m: usize) -> String {
+    use std::io::Write;
+    let k = k.clamp(1, 16);
+    let base = agent.next_id.fetch_add(1, Ordering::Relaxed);
+    let children: Vec<String> = (0..k)
+        .map(|i| format!("{sid}:subagent:flood-{base}-{i}"))
+        .collect();
+    for (i, child) in children.iter().enumerate() {
+        agent.update(
+            sid,
+            json!({"sessionUpdate": "subagent_update", "sessionId": child, "title": format!("Helper {}", i + 1),
+                "capabilities": {"cancel": {}}, "state": {"state": "running"}}),
+        );
+    }
+    let body: String = "lorem *ipsum* `dolor` sit amet, consectetur "
+        .chars()
+        .cycle()
+        .take(m)
+        .collect();
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    for i in 0..n {
+        if i % 1024 == 0 && agent.is_cancelled(sid) {
+            break;
+        }
+        let mut chunk = body.clone();
+        if m >= 8 {
+            chunk.replace_range(m - 8.., &format!("{:07}\n", i % 10_000_000));
+        }
+        let text = serde_json::to_string(&chunk).unwrap_or_default();
+        for child in &children {
+            let _ = writeln!(
+                out,
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{child}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":{text}}}}}}}}}"#
+            );
+        }
+    }
+    let _ = out.flush();
+    drop(out);
+    for child in &children {
+        state(
+            agent,
+            sid,
+            child,
+            json!({"state": "idle", "stopReason": "end_turn"}),
+        );
+    }
+    agent.chunk(sid, "agent_message_chunk", "The helpers are done.");
+    "end_turn".into()
+}

@@ -36,6 +36,11 @@ mod imp {
         /// Its card is open: a card drawn again (its row rebuilt) opens
         /// as the user left it.
         pub expanded: Cell<bool>,
+        /// Each part's revision, by message id and index (a view redraws
+        /// only the parts whose revision changed), and a number that
+        /// changes when the whole thread is read anew.
+        pub revs: RefCell<HashMap<(String, usize), u64>>,
+        pub epoch: Cell<u64>,
     }
 
     #[glib::object_subclass]
@@ -81,6 +86,18 @@ impl SubagentObject {
 
     pub fn set_expanded(&self, expanded: bool) {
         self.imp().expanded.set(expanded);
+    }
+
+    /// Part `index` of message `id`'s revision: it changes with the part.
+    pub fn revision(&self, id: &str, index: usize) -> u64 {
+        let rev = self
+            .imp()
+            .revs
+            .borrow()
+            .get(&(id.to_owned(), index))
+            .copied()
+            .unwrap_or(0);
+        rev.wrapping_add(self.imp().epoch.get() << 32)
     }
 
     /// Its thread's messages, read in `f`.
@@ -130,6 +147,10 @@ impl SubagentObject {
                 _ => return,
             }
         }
+        *imp.revs
+            .borrow_mut()
+            .entry((delta.message_id.clone(), delta.index))
+            .or_default() += 1;
         // Once a frame, however many deltas came.
         if !imp.due.replace(true) {
             let this = self.downgrade();
@@ -256,6 +277,8 @@ impl SubagentThreads {
             let o = match map.remove(&id) {
                 Some(o) => {
                     o.imp().messages.replace(t.messages);
+                    o.imp().revs.borrow_mut().clear();
+                    o.imp().epoch.set(o.imp().epoch.get() + 1);
                     o.set_info(t.subagent);
                     o.emit_by_name::<()>("thread-changed", &[]);
                     o

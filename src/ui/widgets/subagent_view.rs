@@ -3,6 +3,9 @@
 //! expanded, its messages drawn as a conversation's, a helper of its own
 //! nested inside), and what one session told another.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use gtk::glib;
 use gtk::prelude::*;
 
@@ -194,6 +197,9 @@ fn thread_at(
         }
     );
     refresh(&o);
+    // What the body shows, part by part (only the parts that changed are
+    // drawn again).
+    let shown: Rc<RefCell<Vec<Shown>>> = Rc::default();
     let fill = glib::clone!(
         #[weak]
         expander,
@@ -203,16 +209,27 @@ fn thread_at(
         terminals,
         #[strong]
         threads,
+        #[strong]
+        shown,
         move |o: &SubagentObject| {
             if expander.is_expanded() {
-                fill_body(&body, o, &terminals, &threads, depth);
+                fill_body(&body, &mut shown.borrow_mut(), o, &terminals, &threads, depth);
             }
         }
     );
-    // The handlers go with the card: the object outlives it.
     fill(&o);
-    let handlers = std::cell::RefCell::new(Some((
-        o.connect_changed(refresh.clone()),
+    // Its status changes how its text is drawn (streamed: its end as
+    // plain text; done: Markdown).
+    let on_changed = {
+        let (refresh, fill) = (refresh.clone(), fill.clone());
+        move |o: &SubagentObject| {
+            refresh(o);
+            fill(o);
+        }
+    };
+    // The handlers go with the card: the object outlives it.
+    let handlers = RefCell::new(Some((
+        o.connect_changed(on_changed),
         o.connect_thread_changed(fill.clone()),
     )));
     let weak = o.downgrade();
@@ -227,6 +244,8 @@ fn thread_at(
         o,
         #[weak]
         body,
+        #[strong]
+        shown,
         move |e| {
             o.set_expanded(e.is_expanded());
             if e.is_expanded() {
@@ -235,6 +254,7 @@ fn thread_at(
                 while let Some(c) = body.first_child() {
                     body.remove(&c);
                 }
+                shown.borrow_mut().clear();
             }
             refresh(&o);
         }
@@ -242,40 +262,122 @@ fn thread_at(
     card.upcast()
 }
 
-/// The helper's thread, drawn anew (its last `SHOWN_PARTS` parts).
+/// A part the body shows: which (message id and index; the note of what
+/// is left out has id ""), at which revision, and its widget.
+struct Shown {
+    key: (String, usize),
+    rev: u64,
+    widget: gtk::Widget,
+}
+
+/// While a helper works its text is drawn as plain text, its last this
+/// many bytes (Markdown of a growing text each frame would cost the
+/// window as much as the text is long); once it is done, whole.
+const STREAMED_TAIL: usize = 8 * 1024;
+
+/// The helper's thread (its last `SHOWN_PARTS` parts), brought in step
+/// with `shown`: only the parts whose revision changed are drawn again.
 fn fill_body(
     body: &gtk::Box,
+    shown: &mut Vec<Shown>,
     o: &SubagentObject,
     terminals: &TerminalOutputs,
     threads: &SubagentThreads,
     depth: usize,
 ) {
-    while let Some(c) = body.first_child() {
-        body.remove(&c);
-    }
+    let active = o.info().status.is_active();
     o.with_messages(|messages| {
-        let parts: Vec<&Part> = messages.iter().flat_map(|m| m.parts.iter()).collect();
+        let parts: Vec<(&str, usize, &Part)> = messages
+            .iter()
+            .flat_map(|m| {
+                m.parts
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, p)| (m.id.as_str(), i, p))
+            })
+            .collect();
         let skip = parts.len().saturating_sub(SHOWN_PARTS);
-        if skip > 0 {
-            let l = gtk::Label::new(Some(&gettext_f(
-                "{n} earlier parts are in the export",
-                &[("n", &skip.to_string())],
-            )));
-            l.add_css_class("dim-label");
-            l.set_xalign(0.0);
-            body.append(&l);
-        }
-        for part in parts.into_iter().skip(skip) {
-            match part {
-                Part::Text { text } => append_markdown(body, text),
-                Part::Subagent { session_id } if depth + 1 < MAX_DEPTH => {
-                    body.append(&thread_at(session_id, terminals, threads, depth + 1, true))
-                }
-                Part::Subagent { .. } => {}
-                other => body.append(&part_widget(other, terminals, threads)),
+        let mut at = 0;
+        let mut previous: Option<gtk::Widget> = None;
+        let mut place = |key: (String, usize), rev: u64, make: &dyn Fn() -> gtk::Widget| {
+            if shown.get(at).is_some_and(|s| s.key == key && s.rev == rev) {
+                previous = Some(shown[at].widget.clone());
+                at += 1;
+                return;
             }
+            let widget = make();
+            body.insert_child_after(&widget, previous.as_ref());
+            let new = Shown {
+                key,
+                rev,
+                widget: widget.clone(),
+            };
+            match shown.get(at).map(|s| s.key == new.key) {
+                Some(true) => body.remove(&std::mem::replace(&mut shown[at], new).widget),
+                _ => shown.insert(at, new),
+            }
+            previous = Some(widget);
+            at += 1;
+        };
+        if skip > 0 {
+            place((String::new(), skip), 0, &|| {
+                let l = gtk::Label::new(Some(&gettext_f(
+                    "{n} earlier parts are in the export",
+                    &[("n", &skip.to_string())],
+                )));
+                l.add_css_class("dim-label");
+                l.set_xalign(0.0);
+                l.upcast()
+            });
+        }
+        for (id, index, part) in parts.into_iter().skip(skip) {
+            let rev = o.revision(id, index).wrapping_mul(2) + u64::from(active);
+            place((id.to_owned(), index), rev, &|| {
+                part_view(part, active, terminals, threads, depth)
+            });
+        }
+        for gone in shown.drain(at..) {
+            body.remove(&gone.widget);
         }
     });
+}
+
+fn part_view(
+    part: &Part,
+    active: bool,
+    terminals: &TerminalOutputs,
+    threads: &SubagentThreads,
+    depth: usize,
+) -> gtk::Widget {
+    match part {
+        Part::Text { text } if active => {
+            let start = text.len().saturating_sub(STREAMED_TAIL);
+            let start = (start..text.len())
+                .find(|&i| text.is_char_boundary(i))
+                .unwrap_or(0);
+            let shown = if start > 0 {
+                format!("…{}", &text[start..])
+            } else {
+                text.clone()
+            };
+            let l = gtk::Label::new(Some(&visible(&shown)));
+            l.set_xalign(0.0);
+            l.set_wrap(true);
+            l.set_wrap_mode(gtk::pango::WrapMode::WordChar);
+            l.set_selectable(true);
+            l.upcast()
+        }
+        Part::Text { text } => {
+            let b = gtk::Box::new(gtk::Orientation::Vertical, 6);
+            append_markdown(&b, text);
+            b.upcast()
+        }
+        Part::Subagent { session_id } if depth + 1 < MAX_DEPTH => {
+            thread_at(session_id, terminals, threads, depth + 1, true)
+        }
+        Part::Subagent { .. } => gtk::Box::new(gtk::Orientation::Vertical, 0).upcast(),
+        other => part_widget(other, terminals, threads),
+    }
 }
 
 /// A message between sessions: never drawn as the user's or the agent's own
