@@ -53,6 +53,8 @@ mod formatted;
 mod idle;
 #[path = "window/scroll_floor.rs"]
 mod scroll_floor;
+#[path = "window/subagents.rs"]
+mod subagents;
 
 use adw::prelude::*;
 use gtk::glib;
@@ -648,6 +650,10 @@ fn main() {
         formatted::agents_figure(&app);
         return;
     }
+    if std::env::args().any(|a| a == "subagents") {
+        subagents::subagents_figure(&app);
+        return;
+    }
     if std::env::args().any(|a| a == "configured") {
         configured::configured_figure();
         return;
@@ -661,6 +667,7 @@ fn main() {
         idle::idle_figure(&app);
         formatted::formatted_figure(&app);
         formatted::agents_figure(&app);
+        subagents::subagents_figure(&app);
         long_figure(&app);
         open_figure(&app);
     }

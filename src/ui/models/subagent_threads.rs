@@ -248,6 +248,11 @@ impl SubagentThreads {
         self.count();
     }
 
+    /// Every helper of the conversation.
+    pub fn all(&self) -> Vec<SubagentObject> {
+        self.imp().threads.borrow().values().cloned().collect()
+    }
+
     /// The helpers that tool call `id` of their parent links.
     pub fn linked_to(&self, id: &str) -> Vec<SubagentObject> {
         self.imp()

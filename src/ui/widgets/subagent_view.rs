@@ -273,7 +273,12 @@ struct Shown {
 /// While a helper works its text is drawn as plain text, its last this
 /// many bytes (Markdown of a growing text each frame would cost the
 /// window as much as the text is long); once it is done, whole.
-const STREAMED_TAIL: usize = 8 * 1024;
+const STREAMED_TAIL: usize = 4096;
+const STREAMED_LINES: usize = 8;
+/// A finished text longer than this is drawn as its end too: Markdown of
+/// a 400 KB text took a second of the main thread (the export has it
+/// whole).
+const MARKDOWN_MAX: usize = 64 * 1024;
 
 /// The helper's thread (its last `SHOWN_PARTS` parts), brought in step
 /// with `shown`: only the parts whose revision changed are drawn again.
@@ -299,28 +304,44 @@ fn fill_body(
         let skip = parts.len().saturating_sub(SHOWN_PARTS);
         let mut at = 0;
         let mut previous: Option<gtk::Widget> = None;
-        let mut place = |key: (String, usize), rev: u64, make: &dyn Fn() -> gtk::Widget| {
-            if shown.get(at).is_some_and(|s| s.key == key && s.rev == rev) {
-                previous = Some(shown[at].widget.clone());
+        let mut place =
+            |key: (String, usize), rev: u64, make: &dyn Fn() -> gtk::Widget, tail: Option<&str>| {
+                if shown.get(at).is_some_and(|s| s.key == key && s.rev == rev) {
+                    previous = Some(shown[at].widget.clone());
+                    at += 1;
+                    return;
+                }
+                // A streamed text's label takes its new end (no new widget
+                // each frame).
+                if let (Some(text), Some(s)) = (tail, shown.get_mut(at).filter(|s| s.key == key)) {
+                    if let Some(l) = s
+                        .widget
+                        .downcast_ref::<gtk::Label>()
+                        .filter(|l| l.widget_name() == STREAMED)
+                    {
+                        l.set_label(text);
+                        s.rev = rev;
+                        previous = Some(s.widget.clone());
+                        at += 1;
+                        return;
+                    }
+                }
+                let widget = make();
+                body.insert_child_after(&widget, previous.as_ref());
+                let new = Shown {
+                    key,
+                    rev,
+                    widget: widget.clone(),
+                };
+                match shown.get(at).map(|s| s.key == new.key) {
+                    Some(true) => body.remove(&std::mem::replace(&mut shown[at], new).widget),
+                    _ => shown.insert(at, new),
+                }
+                previous = Some(widget);
                 at += 1;
-                return;
-            }
-            let widget = make();
-            body.insert_child_after(&widget, previous.as_ref());
-            let new = Shown {
-                key,
-                rev,
-                widget: widget.clone(),
             };
-            match shown.get(at).map(|s| s.key == new.key) {
-                Some(true) => body.remove(&std::mem::replace(&mut shown[at], new).widget),
-                _ => shown.insert(at, new),
-            }
-            previous = Some(widget);
-            at += 1;
-        };
         if skip > 0 {
-            place((String::new(), skip), 0, &|| {
+            let note = || -> gtk::Widget {
                 let l = gtk::Label::new(Some(&gettext_f(
                     "{n} earlier parts are in the export",
                     &[("n", &skip.to_string())],
@@ -328,18 +349,44 @@ fn fill_body(
                 l.add_css_class("dim-label");
                 l.set_xalign(0.0);
                 l.upcast()
-            });
+            };
+            place((String::new(), skip), 0, &note, None);
         }
         for (id, index, part) in parts.into_iter().skip(skip) {
             let rev = o.revision(id, index).wrapping_mul(2) + u64::from(active);
-            place((id.to_owned(), index), rev, &|| {
-                part_view(part, active, terminals, threads, depth)
-            });
+            let tail = match part {
+                Part::Text { text } if active || text.len() > MARKDOWN_MAX => Some(streamed_tail(text)),
+                _ => None,
+            };
+            let make = || part_view(part, active, terminals, threads, depth);
+            place((id.to_owned(), index), rev, &make, tail.as_deref());
         }
         for gone in shown.drain(at..) {
             body.remove(&gone.widget);
         }
     });
+}
+
+/// The name of a streamed text's label.
+const STREAMED: &str = "streamed-text";
+
+/// A streamed (or very long) text as its label shows it: its last
+/// `STREAMED_LINES` lines (within its last `STREAMED_TAIL` bytes), "…"
+/// above them when more came first.
+fn streamed_tail(text: &str) -> String {
+    let start = text.len().saturating_sub(STREAMED_TAIL);
+    let start = (start..text.len())
+        .find(|&i| text.is_char_boundary(i))
+        .unwrap_or(0);
+    let end = text[start..].trim_end();
+    let lines: Vec<&str> = end.lines().rev().take(STREAMED_LINES).collect();
+    let shown: Vec<String> = lines.iter().rev().map(|l| visible(l).into_owned()).collect();
+    let more = start > 0 || end.lines().count() > STREAMED_LINES;
+    if more {
+        format!("…\n{}", shown.join("\n"))
+    } else {
+        shown.join("\n")
+    }
 }
 
 fn part_view(
@@ -350,21 +397,15 @@ fn part_view(
     depth: usize,
 ) -> gtk::Widget {
     match part {
-        Part::Text { text } if active => {
-            let start = text.len().saturating_sub(STREAMED_TAIL);
-            let start = (start..text.len())
-                .find(|&i| text.is_char_boundary(i))
-                .unwrap_or(0);
-            let shown = if start > 0 {
-                format!("…{}", &text[start..])
-            } else {
-                text.clone()
-            };
-            let l = gtk::Label::new(Some(&visible(&shown)));
+        Part::Text { text } if active || text.len() > MARKDOWN_MAX => {
+            // Its last lines, each on one line: wrapping a text that
+            // changes every frame cost the window 130 ms frames with five
+            // helpers open.
+            let l = gtk::Label::new(Some(&streamed_tail(text)));
+            l.set_widget_name(STREAMED);
             l.set_xalign(0.0);
-            l.set_wrap(true);
-            l.set_wrap_mode(gtk::pango::WrapMode::WordChar);
-            l.set_selectable(true);
+            l.set_ellipsize(gtk::pango::EllipsizeMode::End);
+            l.add_css_class("streamed-text");
             l.upcast()
         }
         Part::Text { text } => {
