@@ -101,6 +101,17 @@ fn state(agent: &Agent, parent: &str, child: &str, state: Value) {
     );
 }
 
+/// A child's work ended with `reason` (told on its parent).
+fn stopped(agent: &Agent, parent: &str, child: &str, reason: &'static str) -> &'static str {
+    state(
+        agent,
+        parent,
+        child,
+        json!({"state": "idle", "stopReason": reason}),
+    );
+    reason
+}
+
 /// The child's report to its parent, harness tags and all.
 fn report(agent: &Agent, parent: &str, child: &str, text: &str) {
     agent.update(
@@ -135,13 +146,7 @@ async fn explore_tests(agent: &Agent, sid: &str, me: &str, seconds: u64, quiet: 
     let steps = seconds * 5;
     for i in 0..steps {
         if agent.is_cancelled(me) || agent.is_cancelled(sid) {
-            state(
-                agent,
-                sid,
-                me,
-                json!({"state": "idle", "stopReason": "cancelled"}),
-            );
-            return "cancelled";
+            return stopped(agent, sid, me, "cancelled");
         }
         if !quiet {
             agent.chunk(
@@ -185,13 +190,7 @@ async fn fix_typo(agent: &Agent, sid: &str, me: &str) -> &'static str {
         .await;
     let outcome = &answer["outcome"];
     if outcome["outcome"] == "cancelled" || agent.is_cancelled(me) {
-        state(
-            agent,
-            sid,
-            me,
-            json!({"state": "idle", "stopReason": "cancelled"}),
-        );
-        return "cancelled";
+        return stopped(agent, sid, me, "cancelled");
     }
     state(agent, sid, me, json!({"state": "running"}));
     let allowed = outcome["optionId"] == "allow-once";
@@ -248,21 +247,13 @@ pub(super) fn flood(agent: &Agent, sid: &str, k: u64, n: u64, m: usize) -> Strin
                 "capabilities": {"cancel": {}}, "state": {"state": "running"}}),
         );
     }
-    let body: String = "lorem *ipsum* `dolor` sit amet, consectetur "
-        .chars()
-        .cycle()
-        .take(m)
-        .collect();
+    let body = super::turns::flood_body(m);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     for i in 0..n {
         if i % 1024 == 0 && agent.is_cancelled(sid) {
             break;
         }
-        let mut chunk = body.clone();
-        if m >= 8 {
-            chunk.replace_range(m - 8.., &format!("{:07}\n", i % 10_000_000));
-        }
-        let text = serde_json::to_string(&chunk).unwrap_or_default();
+        let text = super::turns::flood_chunk(&body, i);
         for child in &children {
             let _ = writeln!(
                 out,

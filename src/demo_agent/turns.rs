@@ -12,24 +12,35 @@ use super::sessions;
 use super::state::Agent;
 
 /// `flood N M`: `n` text chunks of `m` bytes, as fast as possible.
-pub(super) fn flood(agent: &Agent, sid: &str, n: u64, m: usize) -> String {
-    let body: String = "lorem *ipsum* `dolor` sit amet, consectetur "
+/// A flood's chunk of `m` bytes of Markdown, before its number.
+pub(super) fn flood_body(m: usize) -> String {
+    "lorem *ipsum* `dolor` sit amet, consectetur "
         .chars()
         .cycle()
         .take(m)
-        .collect();
+        .collect()
+}
+
+/// Chunk `i` of a flood as a JSON string: `body` ending in its number on
+/// a line of its own.
+pub(super) fn flood_chunk(body: &str, i: u64) -> String {
+    let mut chunk = body.to_owned();
+    let m = chunk.len();
+    if m >= 8 {
+        chunk.replace_range(m - 8.., &format!("{:07}\n", i % 10_000_000));
+    }
+    serde_json::to_string(&chunk).unwrap_or_default()
+}
+
+pub(super) fn flood(agent: &Agent, sid: &str, n: u64, m: usize) -> String {
+    let body = flood_body(m);
     // As fast as a real agent can: buffered, one flush at the end.
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     for i in 0..n {
         if i % 1024 == 0 && agent.is_cancelled(sid) {
             break;
         }
-        let mut chunk = body.clone();
-        if m >= 8 {
-            let tag = format!("{:07}\n", i % 10_000_000);
-            chunk.replace_range(m - 8.., &tag);
-        }
-        let text = serde_json::to_string(&chunk).unwrap_or_default();
+        let text = flood_chunk(&body, i);
         let _ = writeln!(
             out,
             r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{sid}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":{text}}}}}}}}}"#
