@@ -13,7 +13,11 @@
 use super::state::*;
 use super::updates::{find_tool, target_message};
 use crate::core::events::{Asker, SubagentChanged, SubagentDelta};
-use crate::core::types::subagent::{self as sub, SessionNote, Subagent, SubagentThread, MAX_SUBAGENTS};
+use crate::core::types::session_note::SessionNote;
+use crate::core::types::subagent::{self as sub, Subagent, SubagentThread, MAX_SUBAGENTS};
+
+/// A child's session id longer than this is not taken.
+const MAX_SESSION_ID: usize = 512;
 
 /// A summary that changes with every chunk is sent at most this often.
 const SUMMARY_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
@@ -155,9 +159,10 @@ impl ChatService {
             self.emit_subagent(agent, info, ended);
             return;
         }
-        // A child must not be its own ancestor, nor the conversation.
+        // A child must not be its own ancestor, nor the conversation; its
+        // id is kept (and sent back), so it is bounded.
         let own = c.session.as_ref().is_some_and(|(s, _)| *s.0 == *sid);
-        if own || sid == parent || sid.is_empty() {
+        if own || sid == parent || sid.is_empty() || sid.len() > MAX_SESSION_ID {
             return;
         }
         if c.subagents.len() >= MAX_SUBAGENTS {

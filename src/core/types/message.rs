@@ -119,7 +119,7 @@ pub enum Part {
     },
     /// What one session told another (`session_message`).
     #[serde(rename = "session")]
-    SessionNote(super::subagent::SessionNote),
+    SessionNote(super::session_note::SessionNote),
 }
 
 /// How an attachment went to the agent.

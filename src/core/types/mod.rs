@@ -13,6 +13,7 @@
 //! - [`agent_state`]: the spec's agent states.
 //! - [`problem`]: a problem found in the configuration.
 //! - [`subagent`]: an agent's helper (a child session) and its thread.
+//! - [`session_note`]: what one session told another.
 
 pub mod agent_state;
 pub mod auth;
@@ -23,6 +24,7 @@ pub mod message;
 pub mod notice;
 pub mod options;
 pub mod problem;
+pub mod session_note;
 pub mod subagent;
 pub mod tool_text;
 pub mod usage;

@@ -1,8 +1,8 @@
 //! An agent's helper (a subagent): a child session the agent started and
 //! announced with `subagent_update`. What the conversation keeps of it
 //! (`Subagent`), how it is doing (`SubagentStatus`), its thread as
-//! `ChatService.Conversation` returns it (`SubagentThread`), and what one
-//! session told another (`SessionNote`).
+//! `ChatService.Conversation` returns it (`SubagentThread`); what one
+//! session told another is a `session_note::SessionNote`.
 
 use agent_client_protocol_schema::v1 as acp;
 use serde::{Deserialize, Serialize};
@@ -164,20 +164,6 @@ pub struct SubagentThread {
     #[serde(flatten)]
     pub subagent: Subagent,
     pub messages: Vec<Message>,
-}
-
-/// What one session told another (`session_message`): shown in the thread
-/// it arrived on as a message between sessions, never as the user's or the
-/// agent's own words.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionNote {
-    pub message_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sender: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recipient: Option<String>,
-    pub text: String,
 }
 
 /// `text` without control characters, on one line, at most `max` chars.

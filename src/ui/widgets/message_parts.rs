@@ -313,6 +313,12 @@ fn markdown_plan(md: &str) -> gtk::Widget {
     b.upcast()
 }
 
+/// How a subagent's thread draws its parts: as the conversation does.
+const DRAWING: super::subagent_view::Drawing = super::subagent_view::Drawing {
+    part: part_widget,
+    markdown: append_markdown,
+};
+
 /// The widget of a part that is not streamed text.
 pub(super) fn part_widget(
     part: &Part,
@@ -337,7 +343,7 @@ pub(super) fn part_widget(
             let card = tool_card(call, terminals);
             // The helpers it started: their threads, in its card.
             if let Some(b) = card.downcast_ref::<gtk::Box>() {
-                for t in super::subagent_view::linked_threads(&call.id, terminals, threads) {
+                for t in super::subagent_view::linked_threads(&call.id, terminals, threads, DRAWING) {
                     b.append(&t);
                 }
             }
@@ -350,7 +356,9 @@ pub(super) fn part_widget(
         Part::Attachment(a) => super::attachment_view::attachments(&[a]),
         Part::Notice(n) => notice_row(n),
         Part::Compaction(c) => compaction_divider(c),
-        Part::Subagent { session_id } => super::subagent_view::thread(session_id, terminals, threads),
+        Part::Subagent { session_id } => {
+            super::subagent_view::thread(session_id, terminals, threads, DRAWING)
+        }
         Part::SessionNote(n) => super::subagent_view::session_note(n, threads),
     }
 }

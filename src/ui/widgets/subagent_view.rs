@@ -9,9 +9,9 @@ use std::rc::Rc;
 use gtk::glib;
 use gtk::prelude::*;
 
-use super::message_parts::{append_markdown, part_widget};
 use crate::core::types::message::Part;
-use crate::core::types::subagent::{SessionNote, Subagent, SubagentStatus};
+use crate::core::types::session_note::SessionNote;
+use crate::core::types::subagent::{Subagent, SubagentStatus};
 use crate::i18n::{gettext, gettext_f};
 use crate::ui::markdown::visible;
 use crate::ui::models::{SubagentObject, SubagentThreads, TerminalOutputs};
@@ -21,6 +21,15 @@ use crate::ui::models::{SubagentObject, SubagentThreads, TerminalOutputs};
 const SHOWN_PARTS: usize = 200;
 /// Threads nest at most this deep in the window.
 const MAX_DEPTH: usize = 6;
+
+/// How the conversation draws a part and Markdown, handed in by
+/// `message_parts` (a thread draws what the conversation draws; this file
+/// does not reach back into that one).
+#[derive(Clone, Copy)]
+pub(super) struct Drawing {
+    pub part: fn(&Part, &TerminalOutputs, &SubagentThreads) -> gtk::Widget,
+    pub markdown: fn(&gtk::Box, &str),
+}
 
 /// The status as words, and its icon.
 pub fn status_words(s: &Subagent) -> (String, &'static str) {
@@ -68,8 +77,9 @@ pub(super) fn thread(
     session_id: &str,
     terminals: &TerminalOutputs,
     threads: &SubagentThreads,
+    draw: Drawing,
 ) -> gtk::Widget {
-    thread_at(session_id, terminals, threads, 0, true)
+    thread_at(session_id, terminals, threads, draw, 0, true)
 }
 
 /// The threads of the helpers tool call `id` links, for its card.
@@ -77,11 +87,12 @@ pub(super) fn linked_threads(
     id: &str,
     terminals: &TerminalOutputs,
     threads: &SubagentThreads,
+    draw: Drawing,
 ) -> Vec<gtk::Widget> {
     threads
         .linked_to(id)
         .iter()
-        .map(|o| thread_at(&o.info().session_id, terminals, threads, 0, false))
+        .map(|o| thread_at(&o.info().session_id, terminals, threads, draw, 0, false))
         .collect()
 }
 
@@ -89,6 +100,7 @@ fn thread_at(
     session_id: &str,
     terminals: &TerminalOutputs,
     threads: &SubagentThreads,
+    draw: Drawing,
     depth: usize,
     placeholder: bool,
 ) -> gtk::Widget {
@@ -213,7 +225,15 @@ fn thread_at(
         shown,
         move |o: &SubagentObject| {
             if expander.is_expanded() {
-                fill_body(&body, &mut shown.borrow_mut(), o, &terminals, &threads, depth);
+                fill_body(
+                    &body,
+                    &mut shown.borrow_mut(),
+                    o,
+                    &terminals,
+                    &threads,
+                    draw,
+                    depth,
+                );
             }
         }
     );
@@ -288,6 +308,7 @@ fn fill_body(
     o: &SubagentObject,
     terminals: &TerminalOutputs,
     threads: &SubagentThreads,
+    draw: Drawing,
     depth: usize,
 ) {
     let active = o.info().status.is_active();
@@ -358,7 +379,7 @@ fn fill_body(
                 Part::Text { text } if active || text.len() > MARKDOWN_MAX => Some(streamed_tail(text)),
                 _ => None,
             };
-            let make = || part_view(part, active, terminals, threads, depth);
+            let make = || part_view(part, active, terminals, threads, draw, depth);
             place((id.to_owned(), index), rev, &make, tail.as_deref());
         }
         for gone in shown.drain(at..) {
@@ -394,6 +415,7 @@ fn part_view(
     active: bool,
     terminals: &TerminalOutputs,
     threads: &SubagentThreads,
+    draw: Drawing,
     depth: usize,
 ) -> gtk::Widget {
     match part {
@@ -410,14 +432,14 @@ fn part_view(
         }
         Part::Text { text } => {
             let b = gtk::Box::new(gtk::Orientation::Vertical, 6);
-            append_markdown(&b, text);
+            (draw.markdown)(&b, text);
             b.upcast()
         }
         Part::Subagent { session_id } if depth + 1 < MAX_DEPTH => {
-            thread_at(session_id, terminals, threads, depth + 1, true)
+            thread_at(session_id, terminals, threads, draw, depth + 1, true)
         }
         Part::Subagent { .. } => gtk::Box::new(gtk::Orientation::Vertical, 0).upcast(),
-        other => part_widget(other, terminals, threads),
+        other => (draw.part)(other, terminals, threads),
     }
 }
 
