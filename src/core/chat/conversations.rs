@@ -13,7 +13,6 @@ use super::state::{lock, ChatError, ChatService, Conv, Conversation, LiveSession
 use crate::core::acp::calls;
 use crate::core::events::{ConversationSwitched, ConversationsChanged, Event};
 use crate::core::history::{self, ConversationSummary, History, Op};
-use crate::core::types::message::{Message, Role};
 use crate::i18n::gettext;
 
 /// The prefix of a `List` id for a session the agent listed but Parley has
@@ -572,30 +571,6 @@ impl ChatService {
         self.conversations_changed(agent);
         Ok(())
     }
-
-    /// `Export(agent)`: the agent's current conversation as Markdown.
-    pub fn export(&self, agent: &str) -> Result<String, ChatError> {
-        let c = self.conversation(agent)?;
-        Ok(history::export::markdown(
-            c.title.as_deref().unwrap_or_else(|| first_line(&c.messages)),
-            agent,
-            &c.messages,
-            &c.subagents,
-        ))
-    }
 }
 
 use crate::core::history::service::flushed;
-
-fn first_line(messages: &[Message]) -> &str {
-    messages
-        .iter()
-        .find(|m| m.role == Role::User)
-        .and_then(|m| {
-            m.parts.iter().find_map(|p| match p {
-                crate::core::types::message::Part::Text { text } => text.lines().next(),
-                _ => None,
-            })
-        })
-        .unwrap_or_default()
-}

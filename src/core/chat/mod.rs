@@ -14,6 +14,7 @@ pub mod conversations;
 mod current;
 mod drafts;
 mod elicitation;
+mod export;
 mod fork;
 mod inbox;
 mod options;

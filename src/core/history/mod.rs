@@ -20,6 +20,8 @@
 //! ([`History::on_skipped`]).
 
 pub mod export;
+mod joined;
+mod ops;
 pub mod places;
 mod rows;
 mod schema;

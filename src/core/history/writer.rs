@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 
+pub use super::ops::Op;
 use crate::core::types::message::{Message, Part, PartKind, Role};
 
 const BATCH_TIME: Duration = Duration::from_millis(50);
@@ -19,76 +20,6 @@ const BATCH_OPS: usize = 20_000;
 /// index of a 4 MB answer costs the stream that follows it otherwise.
 const INDEX_NOW: usize = 64 * 1024;
 const INDEX_IDLE: Duration = Duration::from_millis(500);
-
-/// A change to the history.
-#[derive(Debug)]
-pub enum Op {
-    Conversation {
-        id: String,
-        config: String,
-        agent: String,
-        created_at: String,
-    },
-    Title {
-        conversation: String,
-        title: Option<String>,
-    },
-    Session {
-        conversation: String,
-        session_id: Option<String>,
-    },
-    /// A message added or changed as a whole (`message:updated`).
-    Message {
-        conversation: String,
-        message: Message,
-    },
-    /// Part of a message changed (`message:delta`): text appended, or a
-    /// whole part.
-    Delta {
-        conversation: String,
-        message_id: String,
-        index: usize,
-        kind: PartKind,
-        text: Option<String>,
-        part: Option<Part>,
-    },
-    Delete {
-        conversation: String,
-    },
-    /// A message left the conversation (`message:removed`).
-    RemoveMessage {
-        conversation: String,
-        message_id: String,
-    },
-    /// Where the conversation was forked from (`ForkedFrom` as JSON).
-    ForkedFrom {
-        conversation: String,
-        json: String,
-    },
-    /// A conversation's draft (`conversation` '' for the new one not yet
-    /// stored); `None` (or an empty draft) removes it.
-    Draft {
-        config: String,
-        agent: String,
-        conversation: String,
-        draft: Option<crate::core::types::draft::Draft>,
-    },
-    /// The conversation the agent has open (`None`: a new one).
-    Opened {
-        config: String,
-        agent: String,
-        conversation: Option<String>,
-    },
-    /// A subagent's thread (`conversation`) kept with its parent's:
-    /// made if new, else what it is now (`Subagent` as JSON) replaced.
-    Subagent {
-        parent: String,
-        conversation: String,
-        json: String,
-    },
-    /// Answered once everything sent before it is written.
-    Flush(mpsc::Sender<Result<(), String>>),
-}
 
 /// Told when writing starts failing (`Some(why)`) or works again (`None`).
 pub type FailureListener = Box<dyn Fn(Option<&str>) + Send>;
@@ -214,7 +145,8 @@ fn run(
                 op => Some(op),
             })
             .collect();
-        let result = write_batch(&mut conn, join_text(ops), &mut later).map_err(|e| e.to_string());
+        let result =
+            write_batch(&mut conn, super::joined::join_text(ops), &mut later).map_err(|e| e.to_string());
         if !flushes.is_empty() && result.is_ok() {
             // A read follows a flush: it finds everything.
             index_later(&conn, &mut later);
@@ -238,43 +170,6 @@ fn run(
             let _ = done.send(result.clone());
         }
     }
-}
-
-/// Text deltas to the same part become one, within each run of text
-/// deltas: agents streaming at once interleave theirs, and a row a chunk
-/// made the writer the busiest thread (`cargo bench --bench window --
-/// agents`). Each part's text keeps its order; any other op ends the run,
-/// so nothing moves past it.
-fn join_text(ops: Vec<Op>) -> Vec<Op> {
-    let mut out: Vec<Op> = Vec::with_capacity(ops.len());
-    // Where in `out` each part's delta of the current run is.
-    let mut run: Vec<usize> = Vec::new();
-    for op in ops {
-        let Op::Delta {
-            conversation,
-            message_id,
-            index,
-            kind,
-            text: Some(t),
-            part: None,
-        } = &op
-        else {
-            run.clear();
-            out.push(op);
-            continue;
-        };
-        let same = run.iter().copied().find(|&i| {
-            matches!(&out[i], Op::Delta { conversation: c0, message_id: m0, index: i0, kind: k0, .. }
-                if c0 == conversation && m0 == message_id && i0 == index && k0 == kind)
-        });
-        if let Some(Op::Delta { text: Some(t0), .. }) = same.map(|i| &mut out[i]) {
-            t0.push_str(t);
-            continue;
-        }
-        run.push(out.len());
-        out.push(op);
-    }
-    out
 }
 
 fn now() -> String {
@@ -554,64 +449,4 @@ fn write_batch(conn: &mut Connection, ops: Vec<Op>, later: &mut Vec<i64>) -> rus
             .execute(params![c, at])?;
     }
     tx.commit()
-}
-
-#[cfg(test)]
-mod join_tests {
-    use super::*;
-
-    fn delta(message: &str, text: &str) -> Op {
-        Op::Delta {
-            conversation: "c".into(),
-            message_id: message.into(),
-            index: 0,
-            kind: PartKind::Text,
-            text: Some(text.into()),
-            part: None,
-        }
-    }
-
-    fn texts(ops: &[Op]) -> Vec<(String, String)> {
-        ops.iter()
-            .map(|op| match op {
-                Op::Delta { message_id, text, .. } => (message_id.clone(), text.clone().unwrap_or_default()),
-                _ => ("-".into(), String::new()),
-            })
-            .collect()
-    }
-
-    #[test]
-    fn interleaved_deltas_join_per_part_in_order() {
-        let ops = vec![
-            delta("a", "1"),
-            delta("b", "x"),
-            delta("a", "2"),
-            delta("b", "y"),
-            delta("a", "3"),
-        ];
-        assert_eq!(
-            texts(&join_text(ops)),
-            vec![("a".into(), "123".into()), ("b".into(), "xy".into())]
-        );
-    }
-
-    #[test]
-    fn another_op_ends_the_run() {
-        let ops = vec![
-            delta("a", "1"),
-            Op::RemoveMessage {
-                conversation: "c".into(),
-                message_id: "a".into(),
-            },
-            delta("a", "2"),
-        ];
-        assert_eq!(
-            texts(&join_text(ops)),
-            vec![
-                ("a".into(), "1".into()),
-                ("-".into(), String::new()),
-                ("a".into(), "2".into())
-            ]
-        );
-    }
 }
