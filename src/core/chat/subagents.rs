@@ -91,13 +91,14 @@ impl ChatService {
                 let id = m.message_id.to_string();
                 self.session_note(agent, c, sid, &id, |note| {
                     use agent_client_protocol_schema::MaybeUndefined as M;
+                    let bounded = |s: &acp::SessionId| (s.0.len() <= MAX_SESSION_ID).then(|| s.to_string());
                     match &m.sender_session_id {
-                        M::Value(s) => note.sender = Some(s.to_string()),
+                        M::Value(s) => note.sender = bounded(s),
                         M::Null => note.sender = None,
                         M::Undefined => {}
                     }
                     match &m.recipient_session_id {
-                        M::Value(s) => note.recipient = Some(s.to_string()),
+                        M::Value(s) => note.recipient = bounded(s),
                         M::Null => note.recipient = None,
                         M::Undefined => {}
                     }
@@ -113,7 +114,7 @@ impl ChatService {
                 });
             }
             other => {
-                self.link_tool_call(c, &other);
+                self.link_tool_call(agent, c, &other);
                 match c.child_index(sid) {
                     Some(i) => self.child_update(agent, c, i, other),
                     // The conversation's own tool call that links a child.
@@ -314,7 +315,10 @@ impl ChatService {
     }
 
     /// A tool call with a `session` content links the child it names.
-    fn link_tool_call(&self, c: &mut Conv, update: &acp::SessionUpdate) {
+    /// Told (`subagent:updated`) before the call's own delta: a window
+    /// then draws the child in the call's card, not where it was
+    /// announced.
+    fn link_tool_call(&self, agent: &str, c: &mut Conv, update: &acp::SessionUpdate) {
         let (id, content) = match update {
             acp::SessionUpdate::ToolCall(t) => (t.tool_call_id.to_string(), Some(&t.content)),
             acp::SessionUpdate::ToolCallUpdate(u) => (u.tool_call_id.to_string(), u.fields.content.as_ref()),
@@ -325,7 +329,11 @@ impl ChatService {
             _ => None,
         }) {
             if let Some(i) = c.child_index(&session) {
-                c.subagents[i].info.tool_call = Some(id.clone());
+                let info = &mut c.subagents[i].info;
+                if info.tool_call.as_deref() != Some(id.as_str()) {
+                    info.tool_call = Some(id.clone());
+                    self.emit_subagent(agent, info.clone(), false);
+                }
             }
         }
     }
